@@ -1,0 +1,42 @@
+# One-command entry points. Every target sets itself up (venv + install) first.
+#   make demo   - set up, then run the quick asynchronous-clients demo (pictures under results/demo/)
+#   make test   - set up, then run the unit tests and the notebooks (nbval, quick mode)
+# Data: AFL_DATA=/path/to/mirror (offline copies) or nothing (downloads into data/ with checksum checks).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.afl-installed
+
+.PHONY: setup demo test test-unit test-notebooks sync-notebooks bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,notebooks]'
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/afl demo --out results/demo
+
+test: test-unit test-notebooks
+
+test-unit: setup
+	AFL_QUICK=1 AFL_DOWNLOAD=0 $(BIN)/python -m pytest -q tests
+
+# Notebooks: the paired percent scripts must match the .ipynb files, and every notebook runs headless.
+test-notebooks: setup
+	@for nb in notebooks/*.ipynb; do \
+	  $(BIN)/jupytext --quiet --to py:percent -o - "$$nb" | diff -q - "$${nb%.ipynb}.py" >/dev/null \
+	  || { echo "$$nb differs from its paired .py: run make sync-notebooks"; exit 1; }; done
+	AFL_QUICK=1 AFL_DOWNLOAD=0 MPLBACKEND=Agg $(BIN)/python -m pytest -q --nbval-lax notebooks
+
+sync-notebooks: setup
+	$(BIN)/jupytext --sync notebooks/*.py
+
+bench: setup
+	$(BIN)/afl bench local-sgd --json
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,142 @@
+"""What every federated run shares: the federation (clients, data, engine, speeds) and its history.
+
+An algorithm is a *learner* plugged into one of the simulator's protocols (:mod:`afl.sim.schedule`): the
+protocol decides when clients start, how many local steps they finish and when the server takes their
+updates; the learner decides what they train from, what they send and how the server aggregates.
+:class:`History` evaluates the server model on a fixed grid of simulated times, so methods with very
+different round lengths are compared at the same moments (FAVAS Sec. 5, "total simulation time").
+"""
+from __future__ import annotations
+
+import time as _wall
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..engine import LocalSGD
+from ..errors import check
+from ..jobs import JobQueue
+from ..sim.schedule import Contact
+from ..sim.speeds import SpeedProfile
+
+
+@dataclass
+class Federation:
+    """n clients: their lazy local trainer, their speeds, the initial model and the run's seed.
+
+    ``bits_per_param``: width of an unquantized parameter on the wire (32 for float32).
+    """
+
+    queue: JobQueue
+    profile: SpeedProfile
+    init: Tensor
+    seed: int = 0
+    bits_per_param: int = 32
+
+    def __post_init__(self):
+        check(self.profile.n == len(self.queue.streams), "profile", f"{self.profile.n} clients",
+              f"one speed per client of the partition ({len(self.queue.streams)})")
+
+    @property
+    def n(self) -> int:
+        return self.profile.n
+
+    @property
+    def engine(self) -> LocalSGD:
+        return self.queue.engine
+
+    @property
+    def model_bytes(self) -> int:
+        return self.init.numel() * self.bits_per_param // 8
+
+
+@dataclass
+class History:
+    """Accuracy, loss and costs of the server model on a grid of simulated times ``0, Δ, 2Δ, ... <= T``.
+
+    ``record(now, model)`` is called *before* the server model changes at simulated time ``now``: every grid
+    point in ``(last, now]`` gets the model that held there. ``finish(model)`` fills the grid to the end.
+    """
+
+    queue: JobQueue
+    eval_every: float
+    total_time: float
+    series: dict = field(default_factory=dict)
+    counters: dict = field(default_factory=lambda: dict(server_steps=0, client_steps=0, bytes_up=0, bytes_down=0))
+    wall_start: float = field(default_factory=_wall.perf_counter)
+
+    def __post_init__(self):
+        check(self.eval_every > 0, "eval_every", self.eval_every, "a positive simulated time")
+        check(self.total_time > 0, "total_time", self.total_time, "a positive simulated time")
+        self._next = 0.0
+
+    @property
+    def next_eval(self) -> float:
+        return self._next
+
+    def due(self, now: float) -> bool:
+        """Whether a grid point lies at or before ``now``."""
+        return self._next <= min(now, self.total_time) + 1e-9
+
+    def record(self, now: float, model: Tensor, **extra) -> None:
+        """Evaluate ``model`` for every grid time ``<= min(now, total_time)`` not yet recorded."""
+        if not self.due(now):
+            return
+        res = self.queue.engine.evaluate(model)
+        row = dict(accuracy=float(res["accuracy"]), loss=float(res["loss"]), **self.counters,
+                   **{k: float(v) for k, v in extra.items()})
+        while self.due(now):
+            self.series.setdefault("time", []).append(self._next)
+            for k, v in row.items():
+                self.series.setdefault(k, []).append(v)
+            self._next = round(self._next + self.eval_every, 9)
+
+    def finish(self, model: Tensor, **extra) -> None:
+        self.record(self.total_time, model, **extra)
+
+    def to_dict(self) -> dict:
+        """``curve`` (every series on the grid) plus the run's totals and speed."""
+        wall = _wall.perf_counter() - self.wall_start
+        computed = self.queue.client_steps
+        acc = self.series.get("accuracy", [])
+        return {"curve": dict(self.series), "final_accuracy": acc[-1] if acc else None, **self.counters,
+                "computed_client_steps": computed, "wall_seconds": wall,
+                "client_steps_per_s": computed / wall if wall > 0 else None}
+
+
+class Learner:
+    """Model-side half of an algorithm, driven by a protocol of :mod:`afl.sim.schedule`.
+
+    ``on_start(client, t)``: the client (re)starts local training at simulated time t.
+    ``on_server_step(t, contacts)``: the server takes the contacted clients' updates at t.
+    """
+
+    def __init__(self, fed: Federation, history: History, K: int, lr: float):
+        check(isinstance(K, (int, np.integer)) and K >= 1, "K", K, "an integer >= 1")
+        check(lr > 0, "lr", lr, "a positive learning rate")
+        self.fed, self.history, self.K, self.lr = fed, history, int(K), float(lr)
+        self.queue = fed.queue
+        self.w = fed.init.clone()
+
+    def on_start(self, client: int, t: float) -> None:
+        raise NotImplementedError
+
+    def on_server_step(self, t: float, contacts: list[Contact]) -> None:
+        raise NotImplementedError
+
+    def count(self, contacts: list[Contact], uploads: int | None = None, downloads: int | None = None) -> None:
+        c = self.history.counters
+        c["server_steps"] += 1
+        c["client_steps"] += sum(x.steps for x in contacts)
+        c["bytes_up"] += (len(contacts) if uploads is None else uploads) * self.fed.model_bytes
+        c["bytes_down"] += (len(contacts) if downloads is None else downloads) * self.fed.model_bytes
+
+
+def model_variance(server: Tensor, clients: Tensor) -> float:
+    """FAVAS Fig. 2's variance: ``sum_i ||w_i - w||^2`` over all clients' current local models."""
+    return float(((clients - server) ** 2).sum())
+
+
+__all__ = ["Federation", "History", "Learner", "model_variance"]

@@ -1,0 +1,150 @@
+"""Benchmark: vectorized local SGD against a per-client loop written the way the papers' codes train.
+
+The reference trains one client after another: ``copy.deepcopy`` of the model, a ``DataLoader`` over the
+client's ``Subset`` of a dataset that yields PIL images through torchvision's usual transforms
+(ToTensor + Normalize; RandomCrop + flip for CIFAR), ``torch.optim.SGD``. The engine runs the same
+clients, steps and batch size through :class:`afl.jobs.JobQueue` (mini-batch sampling included).
+FLOPs come from ``torch.utils.flop_counter``; the peak is an fp32 matmul measured in the same run.
+"""
+from __future__ import annotations
+
+import copy
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from .data import load_dataset
+from .engine import LocalSGD, sgd_steps_flops
+from .errors import check_choice
+from .jobs import JobQueue
+from .models import build_model
+from .streams import ClientStreams
+
+#: model -> (dataset, batch size) of the benchmark settings in issue 2.
+SETTINGS = {"mlp32": ("mnist", 128), "mlp200": ("mnist", 128), "cnn-cifar": ("cifar10-jpeg", 64)}
+
+
+def matmul_peak_gflops(device: torch.device, n: int = 2048, seconds: float = 1.0) -> float:
+    """Measured fp32 matmul rate (best of repeated n×n products) in GFLOP/s."""
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    best, t_end = float("inf"), time.perf_counter() + seconds
+    a @ b
+    while time.perf_counter() < t_end or best == float("inf"):
+        _sync(device)
+        t0 = time.perf_counter()
+        a @ b
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n ** 3 / best / 1e9
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class PilImages(torch.utils.data.Dataset):
+    """uint8 images served as PIL images through a transform, as torchvision's dataset classes do."""
+
+    def __init__(self, images: np.ndarray, labels: np.ndarray, transform):
+        from PIL import Image
+        self.images, self.labels, self.transform, self.to_pil = images, labels, transform, Image.fromarray
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return self.transform(self.to_pil(self.images[i])), int(self.labels[i])
+
+
+def _uint8_images(dataset) -> np.ndarray:
+    """The original uint8 pixels (HWC or HW), recovered from the normalised tensors by rounding."""
+    x = dataset.train_x.cpu()
+    if x.dtype != torch.uint8:
+        mean = torch.tensor(dataset.mean).view(1, -1, 1, 1)
+        std = torch.tensor(dataset.std).view(1, -1, 1, 1)
+        x = (x * std + mean).mul(255).round().clamp(0, 255).to(torch.uint8)
+    x = x.permute(0, 2, 3, 1).numpy()
+    return x[..., 0] if x.shape[-1] == 1 else x
+
+
+def _reference_transform(dataset):
+    import torchvision.transforms as T
+    tf = [T.ToTensor(), T.Normalize(dataset.mean, dataset.std)]
+    if dataset.augment == "crop_flip":
+        tf = [T.RandomCrop(32, padding=4), T.RandomHorizontalFlip()] + tf
+    return T.Compose(tf)
+
+
+def reference_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int, lr: float) -> float:
+    """Client-steps per second of the paper-style per-client loop (CPU, as those codes run)."""
+    images = PilImages(_uint8_images(dataset), dataset.train_y.cpu().numpy(), _reference_transform(dataset))
+    module = copy.deepcopy(module).cpu()
+    done, t0 = 0, time.perf_counter()
+    for part in parts:
+        local = copy.deepcopy(module)
+        opt = torch.optim.SGD(local.parameters(), lr=lr)
+        loader = torch.utils.data.DataLoader(torch.utils.data.Subset(images, part.tolist()),
+                                             batch_size=batch, shuffle=True, drop_last=True)
+        k = 0
+        while k < steps:
+            for x, y in loader:
+                opt.zero_grad()
+                nn.functional.cross_entropy(local(x), y).backward()
+                opt.step()
+                k += 1
+                if k == steps:
+                    break
+        done += k
+    return done / (time.perf_counter() - t0)
+
+
+def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int, lr: float,
+                       repeats: int = 3) -> float:
+    """Client-steps per second of the vectorized engine (best of ``repeats`` runs after a warm-up)."""
+    engine = LocalSGD(module, dataset, batch)
+    start = engine.model.flatten().to(engine.device)
+    queue = JobQueue(engine, ClientStreams(parts, batch, seed=0))
+    best = float("inf")
+    for r in range(repeats + 1):
+        _sync(engine.device)
+        t0 = time.perf_counter()
+        jobs = [queue.submit(c, start, steps, lr) for c in range(len(parts))]
+        jobs[0].result()
+        _sync(engine.device)
+        if r:   # the first run warms up allocators and kernels
+            best = min(best, time.perf_counter() - t0)
+    return len(parts) * steps / best
+
+
+def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, device: str = "cpu",
+                    root: str | None = None, reference: bool = True, lr: float = 0.05) -> list[dict]:
+    """One result dict per model (see module docstring for what is measured)."""
+    dev = torch.device(device)
+    peak = matmul_peak_gflops(dev)
+    rows = []
+    for name in models:
+        check_choice("model", name, SETTINGS)
+        data_name, batch = SETTINGS[name]
+        dataset = load_dataset(data_name, root=root, device=dev)
+        torch.manual_seed(0)
+        module = build_model(name)
+        rng = np.random.default_rng(0)
+        per_client = len(dataset.train_y) // max(clients, 100)
+        order = rng.permutation(len(dataset.train_y))
+        parts = [torch.from_numpy(order[c * per_client:(c + 1) * per_client]) for c in range(clients)]
+        flops = sgd_steps_flops(copy.deepcopy(module), dataset.inputs(dataset.train_x[:1].cpu())[0], batch)
+        eng = engine_steps_per_s(module, dataset, parts, steps, batch, lr)
+        ref = reference_steps_per_s(module, dataset, parts[:min(clients, 20)], steps, batch, lr) if reference else None
+        rows.append({
+            "model": name, "dataset": data_name, "device": str(dev), "threads": torch.get_num_threads(),
+            "clients": clients, "steps": steps, "batch": batch,
+            "reference_steps_per_s": ref, "engine_steps_per_s": eng,
+            "speedup": eng / ref if ref else None,
+            "peak_gflops": peak, "flops_per_client_step": flops,
+            "engine_gflops": eng * flops / 1e9, "fraction_of_peak": eng * flops / 1e9 / peak,
+        })
+    return rows

@@ -1,0 +1,113 @@
+"""The in-memory dataset: train/test tensors on one device, plus what is needed to feed a model.
+
+Small image sets are stored float32 and already normalized; big ones (TinyImageNet, CelebA) are stored
+uint8 (N, C, H, W) and normalized on access by :meth:`Dataset.inputs`. Shakespeare stores symbol ids as
+uint8 (N, 80) (8x less memory than int64); :meth:`Dataset.inputs` returns them as int64.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from afl.errors import check
+
+
+@dataclass
+class Dataset:
+    name: str
+    num_classes: int
+    train_x: Tensor
+    train_y: Tensor
+    test_x: Tensor
+    test_y: Tensor
+    mean: tuple | None = None
+    std: tuple | None = None
+    augment: str | None = None
+    train_groups: Tensor | None = None      # (N,) int64 natural client id (Shakespeare role, CelebA celebrity)
+    test_groups: Tensor | None = None       # same ids for the test samples (per-client evaluation)
+    info: dict = field(default_factory=dict)  # provenance: files + md5, vocabulary, group names, notes
+
+    @property
+    def device(self) -> torch.device:
+        return self.train_x.device
+
+    @property
+    def n_train(self) -> int:
+        return int(self.train_y.shape[0])
+
+    @property
+    def n_test(self) -> int:
+        return int(self.test_y.shape[0])
+
+    def inputs(self, x: Tensor) -> Tensor:
+        """Model-ready version of a slice of ``train_x``/``test_x``.
+
+        uint8 images -> float32 ``(x/255 - mean)/std`` per channel; uint8 symbol ids (no mean) -> int64;
+        anything else (already normalized float32) is returned as is.
+        """
+        if x.dtype != torch.uint8:
+            return x
+        if self.mean is None:
+            return x.long()
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        mean = torch.tensor(self.mean, dtype=torch.float32, device=x.device).view(shape)
+        std = torch.tensor(self.std, dtype=torch.float32, device=x.device).view(shape)
+        return (x.float() / 255.0 - mean) / std
+
+    def pad_value(self, x: Tensor) -> float | Tensor:
+        """The value of a black pixel in ``x``'s space (0 for uint8, ``-mean/std`` per channel for float)."""
+        if x.dtype == torch.uint8 or self.mean is None:
+            return 0.0
+        return -torch.tensor(self.mean, device=x.device) / torch.tensor(self.std, device=x.device)
+
+    def apply_augment(self, x: Tensor, generator: torch.Generator) -> Tensor:
+        """Apply this dataset's training augmentation (``self.augment``) to a batch ``x`` (B, C, H, W)."""
+        from afl.data import augment as aug
+        if self.augment is None:
+            return x
+        if self.augment == "flip":
+            return aug.random_flip(x, generator)
+        return aug.random_crop_flip(x, generator, padding=4, fill=self.pad_value(x))
+
+    def to(self, device) -> "Dataset":
+        """A copy with every tensor on ``device``."""
+        mv = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return replace(self, train_x=mv(self.train_x), train_y=mv(self.train_y), test_x=mv(self.test_x),
+                       test_y=mv(self.test_y), train_groups=mv(self.train_groups),
+                       test_groups=mv(self.test_groups))
+
+    def __repr__(self) -> str:
+        g = "" if self.train_groups is None else f", groups={int(self.train_groups.max()) + 1}"
+        return (f"Dataset({self.name!r}, classes={self.num_classes}, train={tuple(self.train_x.shape)} "
+                f"{str(self.train_x.dtype).replace('torch.', '')}, test={tuple(self.test_x.shape)}, "
+                f"augment={self.augment!r}{g}, device={self.device})")
+
+
+def make_synthetic(n_train: int = 512, n_test: int = 128, shape=(1, 8, 8), num_classes: int = 10,
+                   seed: int = 0, groups: int | None = None, noise: float = 1.0) -> Dataset:
+    """A learnable toy set for tests: x = class mean + Gaussian noise, float32, balanced labels.
+
+    ``groups`` (an int) gives each training sample a natural client id (round robin after shuffling).
+    """
+    check(isinstance(n_train, int) and n_train > 0, "n_train", n_train, "a positive int")
+    check(isinstance(n_test, int) and n_test > 0, "n_test", n_test, "a positive int")
+    check(isinstance(num_classes, int) and num_classes >= 2, "num_classes", num_classes, "an int >= 2")
+    check(groups is None or (isinstance(groups, int) and 1 <= groups <= n_train), "groups", groups,
+          "None or an int in [1, n_train]")
+    shape = tuple(int(s) for s in shape)
+    rng = np.random.default_rng(seed)
+    means = rng.normal(0.0, 1.0, size=(num_classes,) + shape).astype(np.float32)
+
+    def split(n):
+        y = rng.permutation(np.arange(n) % num_classes)
+        x = means[y] + noise * rng.normal(0.0, 1.0, size=(n,) + shape).astype(np.float32)
+        return torch.from_numpy(x), torch.from_numpy(y.astype(np.int64))
+
+    tx, ty = split(n_train)
+    vx, vy = split(n_test)
+    tg = None if groups is None else torch.from_numpy(rng.permutation(np.arange(n_train) % groups).astype(np.int64))
+    return Dataset("synthetic", num_classes, tx, ty, vx, vy, train_groups=tg,
+                   info={"seed": seed, "noise": noise})

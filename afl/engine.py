@@ -1,0 +1,261 @@
+"""Vectorized local SGD: many clients' local training at once (DESIGN.md, "The fast path").
+
+A client's local result depends only on its start parameters, its mini-batch stream and its number of
+steps. :class:`LocalSGD` runs C such clients together: their parameters are one ``(C, P)`` tensor, the
+model's forward is ``torch.func.vmap``-ed over the client axis, and the gradient of the *sum* of the
+clients' mean losses w.r.t. that tensor is exactly the stack of per-client gradients (clients share no
+parameters). Each step updates
+
+    d_i = g_i + wd_i * w_i            (torch.optim.SGD's weight decay)
+    d_i = hook(t, w, d, w0, state)    (optional correction: momentum, control variates, prox, ...)
+    w_i <- w_i - lr_i * d_i           only for clients with t < steps_i
+
+Clients are sorted by their number of steps so that the active ones always form a prefix: a client that
+has finished costs nothing. The result equals a per-client loop with ``torch.optim.SGD`` to float
+tolerance (``tests/test_engine.py`` keeps that loop as the oracle).
+"""
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call, vmap
+
+from .errors import ParameterError, check
+
+
+class Correction(Protocol):
+    """Per-step direction hook.
+
+    Called with the step index ``t``, the active clients' parameters ``w`` ``(k, P)``, their SGD
+    direction ``d`` (gradient plus weight decay), their start parameters ``w0`` and ``state``, a dict
+    of ``(k, P)`` views of per-client tensors submitted with the jobs. Returns the direction to step
+    along; may update ``state`` tensors in place (the views write through to the jobs' state).
+    """
+
+    def __call__(self, t: int, w: Tensor, d: Tensor, w0: Tensor, state: dict[str, Tensor]) -> Tensor: ...
+
+
+class FlatModel:
+    """A module's parameters as one flat float32 vector, and its forward over stacked clients."""
+
+    def __init__(self, module: nn.Module):
+        self.module = module
+        self.names, self.shapes, self.numels = [], [], []
+        for name, p in module.named_parameters():
+            self.names.append(name)
+            self.shapes.append(tuple(p.shape))
+            self.numels.append(p.numel())
+        self.size = sum(self.numels)
+        self.buffers = dict(module.named_buffers())
+
+    def flatten(self, module: nn.Module | None = None) -> Tensor:
+        """The parameters of ``module`` (default: the template) as a ``(P,)`` tensor."""
+        module = module or self.module
+        return torch.cat([p.detach().reshape(-1) for p in module.parameters()])
+
+    def load_into(self, flat: Tensor, module: nn.Module | None = None) -> nn.Module:
+        """Copy a ``(P,)`` vector into the parameters of ``module`` (default: the template)."""
+        module = module or self.module
+        with torch.no_grad():
+            for p, v in zip(module.parameters(), self.views(flat.unsqueeze(0)).values()):
+                p.copy_(v[0])
+        return module
+
+    def views(self, flat: Tensor) -> dict[str, Tensor]:
+        """Split ``(C, P)`` into per-parameter ``(C, *shape)`` views (no copy)."""
+        out, offset = {}, 0
+        for name, shape, n in zip(self.names, self.shapes, self.numels):
+            out[name] = flat[:, offset:offset + n].view(flat.shape[0], *shape)
+            offset += n
+        return out
+
+    def forward(self, params: Tensor | dict[str, Tensor], x: Tensor) -> Tensor:
+        """Outputs ``(C, B, ...)`` of C models on their inputs ``(C, B, ...)``; ``params`` is a ``(C, P)``
+        tensor or its :meth:`views`."""
+        def one(p, xb):
+            return functional_call(self.module, (p, self.buffers), (xb,))
+        return vmap(one)(self.views(params) if isinstance(params, Tensor) else params, x)
+
+    def gradient(self, loss_fn, params: list[Tensor], x: Tensor, y: Tensor) -> tuple[Tensor, ...]:
+        """Per-client gradients, one ``(C, *shape)`` tensor per parameter, of ``loss_fn(outputs, y)`` (a sum
+        of per-client losses) at the per-parameter tensors ``params``."""
+        leaves = {n: p.detach().requires_grad_(True) for n, p in zip(self.names, params)}
+        with torch.enable_grad():
+            return torch.autograd.grad(loss_fn(self.forward(leaves, x), y), list(leaves.values()))
+
+
+def cross_entropy_sum(logits: Tensor, y: Tensor) -> Tensor:
+    """Sum over clients of each client's mean cross-entropy; ``logits`` ``(C, B, K)``, ``y`` ``(C, B)``."""
+    C, B = y.shape
+    return nn.functional.cross_entropy(logits.reshape(C * B, -1), y.reshape(-1), reduction="sum") / B
+
+
+def activation_bytes(module: nn.Module, sample: Tensor) -> int:
+    """Bytes of all module outputs for one input sample (a memory estimate for chunking)."""
+    total = 0
+
+    def count(_m, _i, out):
+        nonlocal total
+        if isinstance(out, Tensor):
+            total += out.numel() * out.element_size()
+
+    leaves = [m for m in module.modules() if not list(m.children())]
+    handles = [m.register_forward_hook(count) for m in leaves]
+    try:
+        with torch.no_grad():
+            module(sample.unsqueeze(0))
+    finally:
+        for h in handles:
+            h.remove()
+    return total
+
+
+class LocalSGD:
+    """Local SGD for many clients at once over one on-device dataset.
+
+    ``dataset`` needs ``train_x``, ``train_y``, ``inputs(x)`` (float32 normalised inputs) and
+    ``augment`` (``None``, ``"flip"`` or ``"crop_flip"``). ``max_bytes`` bounds the memory of one chunk of
+    clients (parameters, gradients and activations); larger sets of clients are run chunk by chunk.
+    """
+
+    def __init__(self, module: nn.Module, dataset, batch_size: int, *, max_bytes: int | None = None,
+                 augment: bool = True, loss: Callable[[Tensor, Tensor], Tensor] = cross_entropy_sum):
+        check(isinstance(batch_size, int) and batch_size >= 1, "batch_size", batch_size, "an integer >= 1")
+        device = dataset.train_x.device
+        self.model = FlatModel(module.to(device))
+        self.dataset, self.batch_size, self.loss = dataset, batch_size, loss
+        self.device = device
+        self.augment = augment and getattr(dataset, "augment", None) is not None
+        self._train_rows = dataset.train_x.reshape(len(dataset.train_x), -1)
+        if max_bytes is None:
+            max_bytes = 2 << 30
+            if device.type == "cuda":
+                max_bytes = int(torch.cuda.mem_get_info(device)[0] * 0.5)
+        check(max_bytes > 0, "max_bytes", max_bytes, "a positive number of bytes")
+        sample = dataset.inputs(dataset.train_x[:1])[0]
+        per_client = 4 * self.model.size * 6 + 3 * batch_size * activation_bytes(module, sample)
+        self.chunk = max(1, int(max_bytes // per_client))
+
+    # -- one chunk ---------------------------------------------------------------------------------
+    def _batch(self, idx: Tensor, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
+        """Inputs ``(k, B, ...)`` and labels ``(k, B)`` for dataset indices ``idx`` ``(k, B)``."""
+        flat = idx.reshape(-1)
+        rows = self._train_rows.index_select(0, flat)    # 2-D gathers are ~2x faster than N-D ones
+        x = self.dataset.inputs(rows.view(len(flat), *self.dataset.train_x.shape[1:]))
+        if self.augment:
+            x = self.dataset.apply_augment(x, generator)
+        y = self.dataset.train_y.index_select(0, flat)
+        return x.view(*idx.shape, *x.shape[1:]), y.view(idx.shape)
+
+    def _run_sorted(self, w: Tensor, batches: Tensor, steps: list[int], lr: Tensor, wd: Tensor | None,
+                    hook: Correction | None, state: dict[str, Tensor], generator) -> Tensor:
+        """Clients sorted by decreasing ``steps``: the active ones are always a prefix.
+
+        Parameters live as one contiguous ``(C, *shape)`` tensor per model parameter (what the batched
+        matmuls and convolutions want); flat ``(k, P)`` copies are made only for a correction hook.
+        """
+        params = [v.contiguous() for v in self.model.views(w).values()]
+        same_lr = float(lr[0]) if len(lr) and bool((lr == lr[0]).all()) else None
+        k = len(steps)
+        for t in range(steps[0] if steps else 0):
+            while k and steps[k - 1] <= t:
+                k -= 1
+            x, y = self._batch(batches[:k, t], generator)
+            active = [p[:k] for p in params]
+            grads = self.model.gradient(self.loss, active, x, y)
+            if wd is not None:
+                for g, p in zip(grads, active):
+                    g.addcmul_(p, wd[:k].view(-1, *[1] * (p.dim() - 1)))
+            if hook is not None:
+                flat_w = torch.cat([p.reshape(k, -1) for p in active], dim=1)
+                d = hook(t, flat_w, torch.cat([g.reshape(k, -1) for g in grads], dim=1), w[:k],
+                         {name: s[:k] for name, s in state.items()})
+                grads = self.model.views(d).values()
+            for g, p in zip(grads, active):
+                if same_lr is not None:
+                    p.add_(g, alpha=-same_lr)
+                else:
+                    p.addcmul_(g, lr[:k].view(-1, *[1] * (p.dim() - 1)), value=-1.0)
+        return torch.cat([p.reshape(len(steps), -1) for p in params], dim=1)
+
+    # -- public --------------------------------------------------------------------------------------
+    def run(self, start: Tensor, batches: Tensor, steps, lr, weight_decay=0.0, *,
+            hook: Correction | None = None, state: dict[str, Tensor] | None = None,
+            generator: torch.Generator | None = None) -> Tensor:
+        """Train C clients; return their final parameters ``(C, P)``.
+
+        ``start`` ``(C, P)``; ``batches`` ``(C, S, B)`` train indices (client c uses ``batches[c, t]`` at
+        step t); ``steps`` ``(C,)`` integers in ``[0, S]``; ``lr`` and ``weight_decay`` scalars or
+        ``(C,)``; ``state`` per-client ``(C, P)`` tensors handed to ``hook`` and updated in place.
+        """
+        C, P = start.shape
+        check(P == self.model.size, "start", tuple(start.shape), f"(C, {self.model.size})")
+        check(batches.dim() == 3 and batches.shape[0] == C and batches.shape[2] == self.batch_size,
+              "batches", tuple(batches.shape), f"(C={C}, S, B={self.batch_size})")
+        steps = torch.as_tensor(steps, dtype=torch.long).reshape(-1).cpu()
+        check(steps.numel() == C, "steps", tuple(steps.shape), f"({C},)")
+        if C and (int(steps.min()) < 0 or int(steps.max()) > batches.shape[1]):
+            raise ParameterError("steps", steps.tolist(), f"integers in [0, {batches.shape[1]}]")
+        lr = self._per_client(lr, C, "lr")
+        if bool((lr < 0).any()):
+            raise ParameterError("lr", lr.tolist(), "non-negative learning rates")
+        wd = self._per_client(weight_decay, C, "weight_decay")
+        wd = wd if bool((wd != 0).any()) else None
+        state = dict(state or {})
+        for name, s in state.items():
+            check(s.shape == start.shape, f"state[{name!r}]", tuple(s.shape), f"{tuple(start.shape)}")
+
+        order = torch.argsort(steps, descending=True, stable=True)
+        out = torch.empty_like(start)
+        for lo in range(0, C, self.chunk):
+            sel = order[lo:lo + self.chunk]
+            sel_dev = sel.to(self.device)
+            chunk_state = {n: s.index_select(0, sel_dev) for n, s in state.items()}
+            out[sel_dev] = self._run_sorted(
+                start.index_select(0, sel_dev), batches.index_select(0, sel_dev.to(batches.device)).to(self.device),
+                steps[sel].tolist(), lr[sel_dev], None if wd is None else wd[sel_dev], hook, chunk_state, generator)
+            for n, s in state.items():
+                s[sel_dev] = chunk_state[n]
+        return out
+
+    def _per_client(self, value, C: int, name: str) -> Tensor:
+        v = torch.as_tensor(value, dtype=torch.float32, device=self.device)
+        if v.dim() == 0:
+            v = v.expand(C)
+        check(v.shape == (C,), name, tuple(v.shape), f"a scalar or shape ({C},)")
+        check(bool(torch.isfinite(v).all()), name, v.tolist(), "finite values")
+        return v
+
+    @torch.no_grad()
+    def evaluate(self, params: Tensor, split: str = "test", batch: int = 4096) -> dict[str, Tensor]:
+        """Accuracy and mean loss of each of M models ``(M, P)`` (or one ``(P,)``) on a split."""
+        single = params.dim() == 1
+        params = params.reshape(-1, self.model.size)
+        x_all = getattr(self.dataset, f"{split}_x")
+        y_all = getattr(self.dataset, f"{split}_y")
+        correct = torch.zeros(params.shape[0], device=self.device)
+        loss = torch.zeros(params.shape[0], device=self.device)
+        for lo in range(0, len(y_all), batch):
+            x = self.dataset.inputs(x_all[lo:lo + batch])
+            y = y_all[lo:lo + batch]
+            logits = self.model.forward(params, x.expand(params.shape[0], *x.shape))
+            loss += nn.functional.cross_entropy(logits.transpose(1, 2), y.expand(params.shape[0], -1),
+                                                reduction="none").sum(1)
+            correct += (logits.argmax(-1) == y).sum(1)
+        n = len(y_all)
+        out = {"accuracy": correct / n, "loss": loss / n}
+        return {k: v[0] for k, v in out.items()} if single else out
+
+
+def sgd_steps_flops(module: nn.Module, sample: Tensor, batch_size: int) -> int:
+    """FLOPs of one SGD step (forward + backward) of one client on ``batch_size`` samples."""
+    from torch.utils.flop_counter import FlopCounterMode
+    x = sample.unsqueeze(0).expand(batch_size, *sample.shape).contiguous()
+    params = [p for p in module.parameters()]
+    with FlopCounterMode(display=False) as counter:
+        out = module(x)
+        loss = out.float().sum()
+        torch.autograd.grad(loss, params)
+    return int(counter.get_total_flops())

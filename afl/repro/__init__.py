@@ -1,0 +1,14 @@
+"""Paper reproductions: each paper's experiments as settings (quick and paper scale) plus compute/plot functions."""
+from __future__ import annotations
+
+from ..errors import check_choice
+from . import favas
+
+#: experiment name -> module that computes it
+EXPERIMENTS = {name: favas for name in favas.EXPERIMENTS}
+
+
+def run_experiment(name: str, **kwargs):
+    """Compute experiment ``name`` and write its JSON, markdown table and figure (see the paper's module)."""
+    check_choice("experiment", name, EXPERIMENTS)
+    return EXPERIMENTS[name].run_experiment(name, **kwargs)

@@ -1,0 +1,268 @@
+"""FAVAS (paper 001) Table 2 and Figures 1-3: their settings (quick and paper scale) and the functions
+that compute them. Notebooks and ``afl repro favas-*`` both call these.
+
+Settings the paper states (Sec. 5): n = 100 clients, s = 20, K = 20 local steps, batch 128, FedBuff
+buffer Z = 10; MNIST shallow net (the public QuAFL code's MnistNet, 784-32-10), lr 0.5, total simulated
+time 5000; CIFAR-10 ResNet-20, lr 0.005, time 10000; TinyImageNet ResNet-18, lr 0.1, time 10000; one
+third of the clients slow unless noted; non-IID = 2 classes per client, without replacement.
+
+Settings taken from the public QuAFL code the paper built its simulator on (ShayanTalaei/QuAFL), because
+the paper's Appendix C is not available: exponential step times of mean 2 (fast) and 8 (slow); a server
+interaction time of 10 per server step (QuAFL/FAVAS server clock, FedAvg rounds, FedBuff steps); FedBuff's
+local learning rate scaled by Z/n; QuAFL's by (s+1)/s; MNIST fed as pixels in [0, 1] (no Normalize).
+Ours, stated: clients are assigned to speed classes at random (seeded); accuracy is measured on the
+official MNIST test set; the reported number is the accuracy at the final simulated time.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..algorithms import make_federation, run_algorithm
+from ..data import load_dataset
+from ..errors import check, check_choice
+
+METHODS = ("fedavg", "quafl", "fedbuff", "favas")
+
+#: Table 2's columns: partition scheme and fraction of slow clients.
+SPLITS = {
+    "iid": dict(partition="iid", slow_fraction=1 / 3),
+    "noniid_2of3_fast": dict(partition="shards", slow_fraction=1 / 3),
+    "noniid_1of9_fast": dict(partition="shards", slow_fraction=8 / 9),
+}
+
+#: The paper's Table 2 (mean ± std over 10 runs, %), shown only as a labelled reference beside ours.
+PAPER_TABLE2 = {
+    "fedavg": {"iid": (93.4, 0.3), "noniid_2of3_fast": (38.7, 7.7), "noniid_1of9_fast": (44.8, 6.9)},
+    "quafl": {"iid": (92.3, 0.9), "noniid_2of3_fast": (40.7, 6.7), "noniid_1of9_fast": (45.5, 4.0)},
+    "fedbuff": {"iid": (96.0, 0.1), "noniid_2of3_fast": (85.1, 3.2), "noniid_1of9_fast": (67.3, 5.5)},
+    "favas": {"iid": (95.1, 0.1), "noniid_2of3_fast": (88.9, 0.9), "noniid_1of9_fast": (87.3, 2.3)},
+}
+
+
+@dataclass(frozen=True)
+class FavasSetting:
+    """One FAVAS experiment's settings (defaults: the paper's MNIST Table 2)."""
+
+    dataset: str = "mnist"
+    normalize: bool = False
+    model: str = "mlp32"
+    n: int = 100
+    s: int = 20
+    K: int = 20
+    batch: int = 128
+    lr: float = 0.5
+    total_time: float = 5000.0
+    eval_every: float = 100.0
+    server_interval: float = 10.0
+    server_time: float = 10.0
+    Z: int = 10
+    fedbuff_lr_scale: float | None = None     # None: Z / n, as the public QuAFL code
+    mode: str = "deterministic"
+    seeds: int = 3
+    methods: tuple = METHODS
+    splits: tuple = tuple(SPLITS)
+
+    def run_kwargs(self, method: str) -> dict:
+        lr = self.lr
+        if method == "fedbuff":
+            lr *= self.Z / self.n if self.fedbuff_lr_scale is None else self.fedbuff_lr_scale
+        return dict(K=self.K, lr=lr, total_time=self.total_time, eval_every=self.eval_every, s=self.s,
+                    server_interval=self.server_interval, server_time=self.server_time, Z=self.Z, mode=self.mode)
+
+
+#: Experiments: name -> (paper setting, quick setting). Quick settings run in CI and in the notebooks.
+EXPERIMENTS = {
+    "favas-table2": (FavasSetting(seeds=10), FavasSetting(total_time=600, eval_every=100, seeds=1)),
+    "favas-fig1": (FavasSetting(seeds=3, eval_every=50, splits=("noniid_2of3_fast",)),
+                   FavasSetting(total_time=600, eval_every=50, seeds=1, splits=("noniid_2of3_fast",))),
+    "favas-fig2": (FavasSetting(seeds=3, eval_every=50, splits=("noniid_1of9_fast",)),
+                   FavasSetting(total_time=600, eval_every=50, seeds=1, splits=("noniid_1of9_fast",))),
+    "favas-fig3a": (FavasSetting(dataset="cifar10-jpeg", normalize=True, model="resnet20", lr=0.005, batch=128,
+                                 total_time=10000, eval_every=500, seeds=1, splits=("noniid_2of3_fast",)),
+                    FavasSetting(dataset="cifar10-jpeg", normalize=True, model="resnet20", lr=0.005, n=20, s=4,
+                                 Z=2, K=2, batch=16, total_time=60, eval_every=20, seeds=1,
+                                 splits=("noniid_2of3_fast",))),
+    "favas-fig3b": (FavasSetting(dataset="tinyimagenet", normalize=True, model="resnet18", lr=0.1,
+                                 total_time=10000, eval_every=500, seeds=1, splits=("iid",)),
+                    FavasSetting(dataset="tinyimagenet", normalize=True, model="resnet18", lr=0.1, n=10, s=2, Z=2,
+                                 K=2, batch=16, total_time=40, eval_every=20, seeds=1, splits=("iid",))),
+}
+
+
+def setting(experiment: str, quick: bool | None = None, **overrides) -> FavasSetting:
+    """The paper or quick setting of ``experiment`` (quick by default when ``AFL_QUICK=1``), with overrides."""
+    check_choice("experiment", experiment, EXPERIMENTS)
+    if quick is None:
+        quick = os.environ.get("AFL_QUICK") == "1"
+    base = EXPERIMENTS[experiment][1 if quick else 0]
+    return replace(base, **overrides)
+
+
+def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, dataset=None, device="cpu",
+                root=None, track_variance: bool = False, schedule: bool = False) -> dict:
+    """One seeded run of ``method`` on ``split``: its evaluation curve, final accuracy and costs."""
+    check_choice("method", method, METHODS)
+    check_choice("split", split, SPLITS)
+    data = dataset if dataset is not None else load_dataset(cfg.dataset, root=root, device=device,
+                                                            normalize=cfg.normalize)
+    sp = SPLITS[split]
+    fed = make_federation(data, cfg.model, cfg.n, sp["partition"], batch_size=cfg.batch,
+                          slow_fraction=sp["slow_fraction"], seed=seed, device=device)
+    out = run_algorithm(method, fed, track_variance=track_variance and method in ("favas", "quafl"),
+                        **cfg.run_kwargs(method))
+    sched = out.pop("schedule")
+    out.pop("model")
+    out.update(method=method, split=split, seed=seed)
+    if schedule:
+        out["schedule"] = sched
+    return out
+
+
+def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
+                 partial: str | Path | None = None, progress: bool = True) -> list[dict]:
+    """Every (split, method, seed) of ``cfg``; each finished run is appended to ``partial`` (JSON lines)."""
+    seeds = cfg.seeds if seeds is None else seeds
+    check(isinstance(seeds, int) and seeds >= 1, "seeds", seeds, "an integer >= 1")
+    data = load_dataset(cfg.dataset, root=root, device=device, normalize=cfg.normalize)
+    jobs = [(sp, m, seed) for sp in cfg.splits for seed in range(seeds) for m in cfg.methods]
+    runs = []
+    bar = _progress(len(jobs), progress)
+    for sp, m, seed in jobs:
+        bar.set_description(f"{m} {sp} seed {seed}")
+        run = compute_run(cfg, m, sp, seed, dataset=data, device=device, track_variance=track_variance)
+        runs.append(run)
+        if partial is not None:
+            with open(partial, "a") as f:
+                f.write(json.dumps(run) + "\n")
+        bar.update(1)
+    bar.close()
+    return runs
+
+
+def _progress(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, disable=not enabled, leave=False)
+
+
+def table2(runs: list[dict]) -> dict:
+    """``{method: {split: {"mean", "std", "per_seed"}}}`` of final accuracies in %."""
+    rows: dict = {}
+    for r in runs:
+        rows.setdefault(r["method"], {}).setdefault(r["split"], []).append(100 * r["final_accuracy"])
+    return {m: {sp: {"mean": float(np.mean(v)), "std": float(np.std(v)), "per_seed": v} for sp, v in d.items()}
+            for m, d in rows.items()}
+
+
+def table2_markdown(rows: dict) -> str:
+    """Our Table 2 beside the paper's (labelled as reference)."""
+    splits = list(next(iter(rows.values())))
+    head = "| method | " + " | ".join(f"{s} (ours)" + f" | {s} (paper)" for s in splits) + " |"
+    lines = [head, "|" + "---|" * (1 + 2 * len(splits))]
+    for m, d in rows.items():
+        cells = []
+        for s in splits:
+            p = PAPER_TABLE2.get(m, {}).get(s)
+            cells += [f"{d[s]['mean']:.1f} ± {d[s]['std']:.1f}", f"{p[0]} ± {p[1]}" if p else "–"]
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def curves(runs: list[dict], key: str = "accuracy") -> dict:
+    """``{method: {"time", "runs"}}`` for :func:`afl.plots.plot_curves`."""
+    out: dict = {}
+    for r in runs:
+        if key in r["curve"]:
+            c = out.setdefault(r["method"], {"time": r["curve"]["time"], "runs": []})
+            c["runs"].append(r["curve"][key])
+    return out
+
+
+def plot_table2(rows: dict, ax=None, title="FAVAS Table 2 (MNIST): ours (bars) vs paper (black marks)"):
+    from ..plots import plot_bars
+    values = {m: {s: v["mean"] for s, v in d.items()} for m, d in rows.items()}
+    errors = {m: {s: v["std"] for s, v in d.items()} for m, d in rows.items()}
+    ref = {m: {s: v[0] for s, v in d.items()} for m, d in PAPER_TABLE2.items()}
+    return plot_bars(values, errors, ax=ax, title=title, reference=ref)
+
+
+def plot_accuracy(runs: list[dict], ax=None, title=None):
+    from ..plots import plot_curves
+    return plot_curves(curves(runs), ax=ax, ylabel="test accuracy (%)", scale=100, title=title)
+
+
+def plot_variance(runs: list[dict], ax=None, title=None):
+    from ..plots import plot_curves
+    return plot_curves(curves(runs, "variance"), ax=ax, ylabel=r"$\sum_i \|w_i - w\|^2$", logy=True, title=title)
+
+
+def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results",
+                   root=None, device="cpu") -> list[Path]:
+    """Compute an experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``; returns the paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cfg = setting(experiment, quick=quick)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / f"{experiment}.partial.jsonl"
+    partial.unlink(missing_ok=True)
+    variance = experiment == "favas-fig2"
+    runs = compute_runs(cfg, seeds=seeds, device=device, root=root, track_variance=variance, partial=partial)
+    rows = table2(runs)
+    command = "afl repro " + experiment + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
+    result = {"experiment": experiment, "command": command, "quick": quick, "machine": _machine(device),
+              "config": asdict(cfg) | {"seeds": seeds or cfg.seeds}, "rows": rows,
+              "paper": {m: {s: {"mean": v[0], "std": v[1]} for s, v in d.items()} for m, d in PAPER_TABLE2.items()}
+              if experiment == "favas-table2" else None,
+              "runs": runs}
+    paths = [out / f"{experiment}.json", out / f"{experiment}.md", out / f"{experiment}.png"]
+    paths[0].write_text(json.dumps(result, indent=1))
+    md = [f"# {experiment}", "", f"Command: `{command}`", "", f"Machine: {result['machine']}", "",
+          f"Seeds: {seeds or cfg.seeds}. Final accuracy (%) at simulated time {cfg.total_time:g}, mean ± std over seeds.",
+          "", table2_markdown(rows) if experiment == "favas-table2" else _final_table(rows), "",
+          "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
+          "|---|---|---|---|---|---|---|---|"]
+    md += [f"| {r['method']} | {r['split']} | {r['seed']} | {100 * r['final_accuracy']:.1f} | {r['client_steps']} | "
+           f"{r['server_steps']} | {r['wall_seconds']:.1f} | {r['client_steps_per_s']:.0f} |" for r in runs]
+    paths[1].write_text("\n".join(md) + "\n")
+    if experiment == "favas-table2":
+        fig, ax = plt.subplots(figsize=(9, 4))
+        plot_table2(rows, ax=ax)
+    elif variance:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        plot_accuracy(runs, ax=axes[0], title=f"{cfg.dataset}, 1/9 fast clients: accuracy")
+        plot_variance(runs, ax=axes[1], title="spread of local models (FAVAS, QuAFL)")
+    else:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        plot_accuracy(runs, ax=ax, title=f"{experiment}: {cfg.dataset} {cfg.model}, {', '.join(cfg.splits)}")
+    fig.tight_layout()
+    fig.savefig(paths[2], dpi=120)
+    plt.close(fig)
+    partial.unlink(missing_ok=True)
+    return paths
+
+
+def _final_table(rows: dict) -> str:
+    lines = ["| method | " + " | ".join(next(iter(rows.values()))) + " |", "|---" * (1 + len(next(iter(rows.values())))) + "|"]
+    for m, d in rows.items():
+        lines.append(f"| {m} | " + " | ".join(f"{v['mean']:.1f} ± {v['std']:.1f}" for v in d.values()) + " |")
+    return "\n".join(lines)
+
+
+def _machine(device: str) -> str:
+    import platform
+    import torch
+    cpu = platform.processor() or platform.machine()
+    return (f"{platform.system()} {cpu}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+            f"{torch.get_num_threads()} threads, device {device}")
+
+
+__all__ = ["METHODS", "SPLITS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting", "compute_run",
+           "compute_runs", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy", "plot_variance",
+           "run_experiment"]

@@ -1,0 +1,90 @@
+"""A seeded simulated clock: a priority queue of timed events.
+
+Events pop in order of ``(time, priority, insertion order)``: equal times are broken by ``priority`` (lower first,
+default 0) and then first-pushed first-popped, so a run is a deterministic function of its seed. The queue owns the
+run's random generator (``queue.rng``) so that every draw of a simulation comes from one seeded stream.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from afl.errors import check
+from afl.sim._checks import generator, real
+
+
+@dataclass(eq=False)
+class Event:
+    """Something that happens at ``time``: ``kind`` names it, ``payload`` carries its data."""
+
+    time: float
+    kind: str
+    payload: dict = field(default_factory=dict)
+    priority: int = 0
+    seq: int = 0
+    cancelled: bool = False
+
+    def __getitem__(self, key):
+        return self.payload[key]
+
+
+class EventQueue:
+    """Simulated clock. ``push`` schedules, ``pop`` advances ``now`` to the earliest live event and returns it."""
+
+    def __init__(self, seed=None, start: float = 0.0):
+        self.rng = generator(seed)
+        self._now = real("start", start)
+        self._heap: list[tuple[float, int, int, Event]] = []
+        self._seq = 0
+        self._live = 0
+
+    @property
+    def now(self) -> float:
+        """Time of the last popped event (``start`` before any pop). Never decreases."""
+        return self._now
+
+    def push(self, time: float, kind: str, priority: int = 0, **payload) -> Event:
+        """Schedule an event at ``time >= now``; returns it (keep it to :meth:`cancel` it)."""
+        t = real("time", time)
+        check(t >= self._now, "time", time, f"a time >= now ({self._now:g}): the clock never goes back")
+        check(isinstance(priority, int) and not isinstance(priority, bool), "priority", priority, "an int")
+        event = Event(t, str(kind), payload, priority, self._seq)
+        heapq.heappush(self._heap, (t, priority, self._seq, event))
+        self._seq += 1
+        self._live += 1
+        return event
+
+    def cancel(self, event: Event) -> None:
+        """Drop a pushed event that has not been popped yet (a no-op if already cancelled)."""
+        if not event.cancelled:
+            event.cancelled = True
+            self._live -= 1
+
+    def _drop_cancelled(self) -> None:
+        while self._heap and self._heap[0][3].cancelled:
+            heapq.heappop(self._heap)
+
+    def peek(self) -> Event | None:
+        """The next event without removing it, or None if the queue is empty."""
+        self._drop_cancelled()
+        return self._heap[0][3] if self._heap else None
+
+    def pop(self) -> Event:
+        """Remove and return the earliest event and move the clock to its time."""
+        self._drop_cancelled()
+        if not self._heap:
+            raise IndexError("pop from an empty EventQueue")
+        event = heapq.heappop(self._heap)[3]
+        event.cancelled = True  # popped: cancelling it later must not change the count
+        self._live -= 1
+        self._now = event.time
+        return event
+
+    def __len__(self) -> int:
+        return self._live
+
+    def __bool__(self) -> bool:
+        return self._live > 0
+
+    def __repr__(self):
+        return f"EventQueue(now={self._now:g}, pending={self._live})"

@@ -1,0 +1,34 @@
+"""First-come-first-served request queues at clients (FedAST Sec. 3).
+
+A FedAST client that receives several training requests (possibly for different models) processes them one at a
+time in arrival order: a request submitted at ``t`` with duration ``d`` starts at ``max(t, busy_until)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from afl.sim._checks import integer, nonnegative, real
+
+
+class FCFSQueues:
+    """One FCFS server per client; :meth:`submit` returns the request's ``(start, end)`` times."""
+
+    def __init__(self, n: int):
+        self.busy_until = np.zeros(integer("n", n, low=1))
+        self._jobs: list[list[tuple[float, float]]] = [[] for _ in range(len(self.busy_until))]  # (submit, end)
+
+    def submit(self, client: int, t: float, duration: float) -> tuple[float, float]:
+        """Queue a request of length ``duration`` arriving at ``client`` at time ``t``."""
+        client = integer("client", client, low=0, high=len(self.busy_until) - 1)
+        t, duration = real("t", t), nonnegative("duration", duration)
+        start = max(t, float(self.busy_until[client]))
+        end = start + duration
+        self.busy_until[client] = end
+        self._jobs[client].append((t, end))
+        return start, end
+
+    def queue_length(self, client: int, t: float) -> int:
+        """Requests submitted to ``client`` by time ``t`` and not finished at ``t`` (in service or waiting)."""
+        client = integer("client", client, low=0, high=len(self.busy_until) - 1)
+        t = real("t", t)
+        return sum(submit <= t < end for submit, end in self._jobs[client])

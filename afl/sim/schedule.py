@@ -1,0 +1,282 @@
+"""Training-free schedules: who computes how many local steps, and when the server takes their updates.
+
+One event-driven core (:class:`ClientClock`) runs every client at its own pace -- one step after the other, each of
+a random duration from its :class:`~afl.sim.SpeedProfile`, up to ``K`` steps, then waiting -- and three server
+policies drive it:
+
+- :func:`simulate_async_schedule` -- FAVAS / QuAFL: every ``server_interval`` the server contacts ``s`` clients
+  drawn uniformly without replacement, interrupts them and collects ``E_i ^ K`` finished steps (FAVAS Alg. 1;
+  QuAFL's ``train_quantized_fl``, where the interval is the server interaction + waiting time);
+- :func:`simulate_buffered_schedule` -- FedBuff as simulated in the QuAFL/FAVAS code: every client runs ``K``
+  steps and delivers; the server steps when ``Z`` updates are buffered, and those clients restart from the new model;
+- :func:`simulate_sync_schedule` -- FedAvg: ``s`` clients run ``K`` steps each, the round ends with the slowest.
+
+Conventions: the first server contact is at ``server_interval`` (QuAFL's contact at time 0 collects nothing); a
+step ending exactly at a contact counts as finished; the step in progress at a contact is lost ("interrupted").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from afl.errors import ParameterError
+from afl.sim._checks import integer, nonnegative, positive
+from afl.sim.clock import Event, EventQueue
+from afl.sim.speeds import SpeedProfile
+from afl.sim.timeline import Timeline
+
+STEP, SERVER = 0, 1  # event priorities at equal times: clients finishing first, then the server
+
+
+@dataclass(frozen=True)
+class Contact:
+    """The server took ``client``'s update at ``time``: ``steps`` = E_i ^ K local steps computed on a model
+    ``staleness`` server steps old, since the client (re)started at ``started``."""
+
+    time: float
+    client: int
+    steps: int
+    cls: str
+    staleness: int
+    started: float
+
+
+@dataclass
+class ScheduleResult:
+    """A simulated schedule: its timeline, every contact, and the settings that produced it."""
+
+    kind: str
+    profile: SpeedProfile
+    K: int
+    timeline: Timeline
+    contacts: list[Contact]
+    params: dict = field(default_factory=dict)
+
+    def steps(self, cls: str | None = None) -> np.ndarray:
+        """E_i ^ K of every contact (of one class if ``cls`` is given), in contact order."""
+        return np.array([c.steps for c in self.contacts if cls is None or c.cls == cls], dtype=int)
+
+    def steps_by_class(self) -> dict[str, np.ndarray]:
+        return {name: self.steps(name) for name in self.profile.names}
+
+    def steps_pmf(self, cls: str | None = None) -> np.ndarray:
+        """Empirical pmf of E_i ^ K over {0..K} (zeros if there was no contact)."""
+        e = self.steps(cls)
+        counts = np.bincount(e, minlength=self.K + 1).astype(float)
+        return counts / max(len(e), 1)
+
+    def staleness(self, cls: str | None = None) -> np.ndarray:
+        return np.array([c.staleness for c in self.contacts if cls is None or c.cls == cls], dtype=int)
+
+    def class_shares(self) -> dict[str, float]:
+        """Fraction of collected updates that came from each class (compare with the population shares)."""
+        total = max(len(self.contacts), 1)
+        return {name: sum(c.cls == name for c in self.contacts) / total for name in self.profile.names}
+
+    @property
+    def server_steps(self) -> int:
+        return len(self.timeline.server_steps)
+
+
+class ClientClock:
+    """Clients computing local steps at their own pace on one :class:`EventQueue` (FAVAS Alg. 1, l. 30-36).
+
+    ``start`` launches a client on the current model: its ``K`` step durations are drawn at once and only the end of
+    the ``K``-th step is an event ("done"); ``collect`` takes its update at ``t`` (``E = #steps ended by t``,
+    interrupting it if ``E < K``) and records its intervals in ``timeline``; ``server_step`` does both for a group.
+    """
+
+    def __init__(self, profile: SpeedProfile, K: int, seed=0, learner=None):
+        if not isinstance(profile, SpeedProfile):
+            raise ParameterError("profile", profile, "a SpeedProfile (see afl.sim.two_speed / three_speed)")
+        self.profile, self.K = profile, integer("K", K, low=1)
+        self.queue = EventQueue(seed)
+        self.timeline = Timeline.for_profile(profile)
+        self.contacts: list[Contact] = []
+        self.version = 0  # server model version = server steps so far
+        n = profile.n
+        self._dists = [profile.step_time(i) for i in range(n)]
+        self._started = np.zeros(n)
+        self._ends = np.zeros((n, self.K))  # end times of the K steps of the current run
+        self._model = np.zeros(n, dtype=int)
+        self._active = np.zeros(n, dtype=bool)
+        self._pending: list[Event | None] = [None] * n
+        self.learner = learner
+        if learner is not None:
+            learner.progress = self.progress
+
+    def start(self, client: int, t: float) -> None:
+        """Client restarts from zero on the current server model at ``t``."""
+        self._started[client] = t
+        self._ends[client] = t + np.cumsum(self._dists[client].sample(self.queue.rng, self.K))
+        self._model[client], self._active[client] = self.version, True
+        self._pending[client] = self.queue.push(self._ends[client, -1], "done", priority=STEP, client=client)
+        if self.learner is not None:
+            self.learner.on_start(client, t)
+
+    def steps_done(self, client: int, t: float) -> int:
+        """Steps the client has finished by time ``t`` (a step ending exactly at ``t`` counts), at most ``K``."""
+        return int(np.searchsorted(self._ends[client], t, side="right"))
+
+    def progress(self, t: float) -> np.ndarray:
+        """Steps every client has finished in its current run by time ``t`` (0 for idle-by-design clients)."""
+        return np.where(self._active, (self._ends <= t).sum(axis=1), 0)
+
+    def _record(self, client: int, t: float, tail: str) -> int:
+        start, steps = self._started[client], self.steps_done(client, t)
+        last = self._ends[client, steps - 1] if steps > 0 else start
+        if steps > 0:
+            self.timeline.add(client, start, last, "train", steps)
+        if t > last:
+            self.timeline.add(client, last, t, "idle" if steps == self.K else tail)
+        return steps
+
+    def collect(self, client: int, t: float) -> Contact:
+        """The server takes ``client``'s update at ``t``; an unfinished step is cut off."""
+        if not self._active[client]:
+            raise ParameterError("client", client, "a client that is training (start it first)")
+        if self._pending[client] is not None:
+            self.queue.cancel(self._pending[client])
+            self._pending[client] = None
+        steps = self._record(client, t, "interrupted")
+        self._active[client] = False
+        contact = Contact(t, int(client), steps, self.profile.class_name(client),
+                          self.version - int(self._model[client]), float(self._started[client]))
+        self.contacts.append(contact)
+        return contact
+
+    def server_step(self, t: float, clients, restart: bool = True, flush: bool = False) -> list[Contact]:
+        """Collect ``clients`` at ``t``, update the server model, and (if ``restart``) send it back to them."""
+        clients = [int(c) for c in clients]
+        got = [self.collect(c, t) for c in clients]
+        if self.learner is not None:
+            self.learner.on_server_step(t, got)
+        self.version += 1
+        self.timeline.server_step(t)
+        if flush:
+            self.timeline.flush(t, clients)
+        if restart:
+            for c in clients:
+                self.start(c, t)
+        return got
+
+    def run(self, t_end: float, on_done=None, on_server=None) -> None:
+        """Process events up to ``t_end``: ``on_done(client, t)`` when a client ends its K-th step,
+        ``on_server(event)`` for every other event. Clients still active at ``t_end`` get their open interval
+        recorded up to ``t_end`` (an unfinished run is drawn as training)."""
+        while self.queue and self.queue.peek().time <= t_end:
+            event = self.queue.pop()
+            if event.kind == "done":
+                self._pending[event["client"]] = None
+                if on_done is not None:
+                    on_done(event["client"], event.time)
+            elif on_server is not None:
+                on_server(event)
+        for c in map(int, np.flatnonzero(self._active)):
+            steps = self.steps_done(c, t_end)
+            if steps == self.K:
+                self._record(c, t_end, "idle")
+            elif t_end > self._started[c]:
+                self.timeline.add(c, self._started[c], t_end, "train", steps)
+
+    def result(self, kind: str, **params) -> ScheduleResult:
+        return ScheduleResult(kind, self.profile, self.K, self.timeline, self.contacts, params)
+
+
+def simulate_async_schedule(profile: SpeedProfile, K: int, s: int, server_interval: float, t_end: float,
+                            seed=0, learner=None) -> ScheduleResult:
+    """FAVAS / QuAFL schedule: contacts of ``s`` uniform clients every ``server_interval``.
+
+    Without a ``learner`` nothing is trained; with one (see :class:`afl.algorithms.base.Learner`) it is told of
+    every (re)start and server step, which is how the algorithms of :mod:`afl.algorithms` run on this schedule.
+    """
+    clock = ClientClock(profile, K, seed, learner)
+    n = profile.n
+    s = integer("s", s, low=1, high=n)
+    server_interval, t_end = positive("server_interval", server_interval), positive("t_end", t_end)
+    for c in range(n):
+        clock.start(c, 0.0)
+    clock.queue.push(server_interval, "server", priority=SERVER)
+
+    def on_server(event):
+        clock.server_step(event.time, clock.queue.rng.choice(n, size=s, replace=False))
+        clock.queue.push(event.time + server_interval, "server", priority=SERVER)
+
+    clock.run(t_end, on_server=on_server)
+    return clock.result("async", s=s, server_interval=server_interval, t_end=t_end, seed=seed)
+
+
+def simulate_buffered_schedule(profile: SpeedProfile, K: int, Z: int, t_end: float, seed=0, server_time: float = 0.0,
+                               learner=None) -> ScheduleResult:
+    """FedBuff schedule: all clients run ``K`` steps; the server steps when ``Z`` have delivered.
+
+    Deliveries are taken first come, first served. A server step takes ``server_time`` (QuAFL code: the
+    interaction time): deliveries arriving meanwhile wait in the buffer for the next step. The ``Z`` clients
+    of a step restart at once. ``learner``: as in :func:`simulate_async_schedule`.
+    """
+    clock = ClientClock(profile, K, seed, learner)
+    Z = integer("Z", Z, low=1, high=profile.n)
+    t_end, server_time = positive("t_end", t_end), nonnegative("server_time", server_time)
+    buffer: list[int] = []
+    free_at, wake = [0.0], [None]
+
+    def maybe_step(t):
+        if len(buffer) < Z:
+            return
+        if t < free_at[0]:
+            if wake[0] is None:
+                wake[0] = clock.queue.push(free_at[0], "server", priority=SERVER)
+            return
+        group = buffer[:Z]
+        del buffer[:Z]
+        clock.server_step(t, group, flush=True)
+        free_at[0] = t + server_time
+        maybe_step(t)
+
+    def on_done(client, t):
+        buffer.append(client)
+        maybe_step(t)
+
+    def on_server(event):
+        wake[0] = None
+        maybe_step(event.time)
+
+    for c in range(profile.n):
+        clock.start(c, 0.0)
+    clock.run(t_end, on_done=on_done, on_server=on_server)
+    return clock.result("buffered", Z=Z, t_end=t_end, seed=seed, server_time=server_time)
+
+
+def simulate_sync_schedule(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0, server_time: float = 0.0,
+                           learner=None) -> ScheduleResult:
+    """FedAvg schedule: each round ``s`` uniform clients run ``K`` steps; it ends ``server_time`` after the slowest.
+
+    ``server_time``: the server's interaction time added to every round (QuAFL code, ``train_Fed_Avg``).
+    ``learner``: as in :func:`simulate_async_schedule`.
+    """
+    clock = ClientClock(profile, K, seed, learner)
+    n = profile.n
+    s = integer("s", s, low=1, high=n)
+    t_end, server_time = positive("t_end", t_end), nonnegative("server_time", server_time)
+    chosen: list[int] = []
+    waiting: set[int] = set()
+
+    def new_round(t):
+        chosen[:] = [int(c) for c in clock.queue.rng.choice(n, size=s, replace=False)]
+        waiting.update(chosen)
+        for c in chosen:
+            clock.start(c, t)
+
+    def on_done(client, t):
+        waiting.discard(client)
+        if not waiting:
+            clock.queue.push(t + server_time, "server", priority=SERVER)
+
+    def on_server(event):
+        clock.server_step(event.time, chosen, restart=False)
+        new_round(event.time)
+
+    new_round(0.0)
+    clock.run(t_end, on_done=on_done, on_server=on_server)
+    return clock.result("sync", s=s, t_end=t_end, seed=seed, server_time=server_time)

@@ -1,0 +1,43 @@
+"""Per-client mini-batch streams: each client reads its own data in shuffled epochs, forever.
+
+Client i draws from its index set a fresh permutation every epoch (as a shuffling ``DataLoader`` does) and
+consecutive batches are cut from the concatenation of those epochs, so every batch has exactly B
+samples (a client with fewer than B samples repeats samples within a batch). Each client has its own
+seeded generator, so the batches a client sees do not depend on when or with whom it is trained.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .errors import ParameterError, check
+
+
+class ClientStreams:
+    """Shuffled-epoch index streams for every client of a partition (list of index tensors)."""
+
+    def __init__(self, parts: list[Tensor], batch_size: int, seed: int):
+        check(isinstance(batch_size, int) and batch_size >= 1, "batch_size", batch_size, "an integer >= 1")
+        self.parts = [np.asarray(p.cpu() if isinstance(p, Tensor) else p, dtype=np.int64) for p in parts]
+        for i, p in enumerate(self.parts):
+            if p.size == 0:
+                raise ParameterError(f"parts[{i}]", "empty", "every client to hold at least one sample")
+        self.batch_size = batch_size
+        self.rngs = [np.random.default_rng([seed, i]) for i in range(len(parts))]
+        self.pending = [np.empty(0, dtype=np.int64) for _ in parts]
+
+    def __len__(self) -> int:
+        return len(self.parts)
+
+    def take(self, client: int, steps: int) -> Tensor:
+        """The next ``steps`` batches of ``client``: a ``(steps, B)`` int64 tensor of dataset indices."""
+        need = steps * self.batch_size
+        chunks, have = [self.pending[client]], self.pending[client].size
+        while have < need:
+            perm = self.parts[client][self.rngs[client].permutation(self.parts[client].size)]
+            chunks.append(perm)
+            have += perm.size
+        flat = np.concatenate(chunks)
+        self.pending[client] = flat[need:]
+        return torch.from_numpy(flat[:need].reshape(steps, self.batch_size))

@@ -1,0 +1,1 @@
+"""Bound and constant calculators, one module per paper (``afl.theory.favas``, ...)."""

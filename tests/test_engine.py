@@ -1,0 +1,152 @@
+"""The vectorized engine against the oracle: a plain per-client loop with torch.optim.SGD."""
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from afl.engine import FlatModel, LocalSGD
+from afl.errors import ParameterError
+from afl.jobs import JobQueue
+from afl.streams import ClientStreams
+
+
+class Tiny:
+    """Minimal in-memory dataset with the interface the engine needs."""
+
+    def __init__(self, shape, n=96, classes=4, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        self.train_x = torch.randn(n, *shape, generator=g)
+        self.train_y = torch.randint(0, classes, (n,), generator=g)
+        self.test_x, self.test_y = self.train_x[:32], self.train_y[:32]
+        self.augment = None
+
+    def inputs(self, x):
+        return x
+
+
+def mlp():
+    torch.manual_seed(1)
+    return nn.Sequential(nn.Flatten(), nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def cnn():
+    torch.manual_seed(2)
+    return nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.GroupNorm(2, 6), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(6 * 4 * 4, 4))
+
+
+def oracle(module, data, start, batches, steps, lr, wd, momentum=0.0):
+    """Per-client loop exactly as the papers' codes train: a copy of the model and torch.optim.SGD."""
+    flat, out = FlatModel(module), []
+    for c in range(start.shape[0]):
+        m = copy.deepcopy(module)
+        flat.load_into(start[c], m)
+        opt = torch.optim.SGD(m.parameters(), lr=float(lr[c]), weight_decay=float(wd[c]), momentum=momentum)
+        for t in range(int(steps[c])):
+            idx = batches[c, t]
+            opt.zero_grad()
+            nn.functional.cross_entropy(m(data.train_x[idx]), data.train_y[idx]).backward()
+            opt.step()
+        out.append(flat.flatten(m))
+    return torch.stack(out)
+
+
+def heavy_ball(beta):
+    def hook(t, w, d, w0, state):
+        return state["m"].mul_(beta).add_(d)
+    return hook
+
+
+@pytest.mark.parametrize("make, shape", [(mlp, (3, 2, 2)), (cnn, (3, 8, 8))])
+@pytest.mark.parametrize("use_hook", [False, True])
+def test_engine_matches_per_client_sgd(make, shape, use_hook):
+    data, module = Tiny(shape), make()
+    C, S, B = 5, 6, 8
+    g = torch.Generator().manual_seed(3)
+    P = FlatModel(module).size
+    start = FlatModel(module).flatten() + 0.05 * torch.randn(C, P, generator=g)
+    batches = torch.randint(0, len(data.train_y), (C, S, B), generator=g)
+    steps = torch.tensor([6, 0, 3, 6, 1])            # unequal, one client idle
+    lr = torch.tensor([0.1, 0.2, 0.05, 0.3, 0.1])
+    wd = torch.tensor([0.0, 1e-3, 1e-2, 0.0, 5e-4])
+    engine = LocalSGD(module, data, batch_size=B)
+    kwargs = {}
+    if use_hook:
+        kwargs = dict(hook=heavy_ball(0.9), state={"m": torch.zeros(C, P)})
+    got = engine.run(start, batches, steps, lr, wd, **kwargs)
+    want = oracle(module, data, start, batches, steps, lr, wd, momentum=0.9 if use_hook else 0.0)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert torch.equal(got[1], start[1])              # zero steps: untouched
+    assert not torch.allclose(got[0], start[0])       # the test can fail: training moved the client
+
+
+def test_chunking_does_not_change_results():
+    data, module = Tiny((3, 8, 8)), cnn()
+    C, S, B = 7, 4, 8
+    g = torch.Generator().manual_seed(4)
+    start = FlatModel(module).flatten().expand(C, -1).clone()
+    batches = torch.randint(0, 96, (C, S, B), generator=g)
+    steps = torch.tensor([4, 2, 3, 1, 4, 0, 2])
+    whole = LocalSGD(module, data, B).run(start, batches, steps, 0.1)
+    small = LocalSGD(module, data, B, max_bytes=1)   # one client per chunk
+    assert small.chunk == 1
+    torch.testing.assert_close(small.run(start, batches, steps, 0.1), whole, rtol=1e-5, atol=1e-6)
+
+
+def test_job_queue_is_lazy_and_equals_direct_run():
+    data, module = Tiny((3, 2, 2)), mlp()
+    parts = [torch.arange(i * 24, (i + 1) * 24) for i in range(4)]
+    engine = LocalSGD(module, data, 8)
+    queue = JobQueue(engine, ClientStreams(parts, 8, seed=0))
+    w0 = FlatModel(module).flatten()
+    jobs = [queue.submit(c, w0, steps=c + 1, lr=0.1) for c in range(4)]
+    assert not any(j.done for j in jobs) and queue.client_steps == 0
+    first = jobs[2].result()
+    assert all(j.done for j in jobs) and queue.client_steps == 1 + 2 + 3 + 4
+    streams = ClientStreams(parts, 8, seed=0)
+    batches = torch.zeros(4, 4, 8, dtype=torch.long)
+    for c in range(4):
+        batches[c, :c + 1] = streams.take(c, c + 1)
+    direct = engine.run(w0.expand(4, -1), batches, [1, 2, 3, 4], 0.1)
+    torch.testing.assert_close(first, direct[2])
+    torch.testing.assert_close(torch.stack([j.result() for j in jobs]), direct)
+
+
+def test_streams_cover_each_epoch_and_are_seeded():
+    parts = [torch.arange(10), torch.arange(10, 13)]
+    a, b = ClientStreams(parts, 5, seed=7), ClientStreams(parts, 5, seed=7)
+    first = a.take(0, 2)
+    assert sorted(first.reshape(-1).tolist()) == list(range(10))   # one full epoch, no repeats
+    assert torch.equal(first, b.take(0, 2))
+    small = a.take(1, 1)                                            # 3 samples, batch 5: repeats
+    assert set(small.reshape(-1).tolist()) <= {10, 11, 12}
+    assert not torch.equal(ClientStreams(parts, 5, seed=8).take(0, 2), first)
+
+
+def test_evaluate_matches_module():
+    data, module = Tiny((3, 8, 8)), cnn()
+    engine = LocalSGD(module, data, 8)
+    w = FlatModel(module).flatten()
+    res = engine.evaluate(torch.stack([w, w * 0]))
+    with torch.no_grad():
+        logits = module(data.test_x)
+    acc = (logits.argmax(1) == data.test_y).float().mean()
+    torch.testing.assert_close(res["accuracy"][0], acc)
+    torch.testing.assert_close(res["loss"][0], nn.functional.cross_entropy(logits, data.test_y))
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(steps=[1, 9]), "steps"), (dict(lr=-0.1), "lr"), (dict(steps=[1]), "steps"),
+    (dict(lr=float("nan")), "lr"), (dict(weight_decay=[0.1, 0.2, 0.3]), "weight_decay"),
+])
+def test_engine_bad_input_names_parameter(kwargs, name):
+    data, module = Tiny((3, 2, 2)), mlp()
+    engine = LocalSGD(module, data, 4)
+    args = dict(start=FlatModel(module).flatten().expand(2, -1), batches=torch.zeros(2, 3, 4, dtype=torch.long),
+                steps=[1, 2], lr=0.1)
+    args.update(kwargs)
+    with pytest.raises(ParameterError, match=name):
+        engine.run(**args)
+    with pytest.raises(ParameterError, match="batch_size"):
+        LocalSGD(module, data, 0)
