@@ -54,7 +54,7 @@ def _demo(args) -> None:
 def _repro(args) -> None:
     from .repro import run_experiment
     out = run_experiment(args.experiment, quick=args.quick, seeds=args.seeds, out=args.out,
-                         root=args.root, device=args.device)
+                         root=args.root, device=args.device, resume=args.resume)
     for p in out:
         print(p)
 
@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="results")
     r.add_argument("--root", default=None)
     r.add_argument("--device", default="cpu")
+    r.add_argument("--resume", action="store_true", help="keep the finished runs of an interrupted invocation")
     r.set_defaults(func=_repro)
     return p
 

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
-from .errors import ParameterError, check
+from .errors import ParameterError, check, check_int
 
 
 class Correction(Protocol):
@@ -122,7 +122,7 @@ class LocalSGD:
 
     def __init__(self, module: nn.Module, dataset, batch_size: int, *, max_bytes: int | None = None,
                  augment: bool = True, loss: Callable[[Tensor, Tensor], Tensor] = cross_entropy_sum):
-        check(isinstance(batch_size, int) and batch_size >= 1, "batch_size", batch_size, "an integer >= 1")
+        batch_size = check_int("batch_size", batch_size, 1)
         device = dataset.train_x.device
         self.model = FlatModel(module.to(device))
         self.dataset, self.batch_size, self.loss = dataset, batch_size, loss

@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from afl.errors import ParameterError, check, check_choice
+from afl.errors import ParameterError, check, check_choice, check_int, check_real
 
 __all__ = [
     "MODEL_NAMES",
@@ -76,11 +76,6 @@ def count_parameters(model: nn.Module) -> int:
 
 def _conv_out(size: int, kernel: int, stride: int = 1, padding: int = 0) -> int:
     return (size + 2 * padding - kernel) // stride + 1
-
-
-def _check_int(name: str, value, low: int = 1) -> None:
-    check(isinstance(value, int) and not isinstance(value, bool) and value >= low,
-          name, value, f"an integer >= {low}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -459,13 +454,13 @@ def _resolve(name: str, num_classes, kw: dict) -> tuple[_Spec, int, dict]:
             raise ParameterError(f"{name} keyword", key, f"one of {allowed}")
     args = {**spec.defaults, **kw}
     nc = spec.num_classes if num_classes is None else num_classes
-    _check_int("num_classes", nc, 1 if name == "char-lstm" else 2)
+    nc = check_int("num_classes", nc, 1 if name == "char-lstm" else 2)
     for key, choices in spec.choices.items():
         check_choice(key, args[key], choices)
     for key in ("in_channels", "in_features", "hidden", "embed_dim", "hidden_size", "num_layers",
                 "seq_len", "norm_groups", "image_size"):
         if key in args and args[key] is not None:
-            _check_int(key, args[key])
+            args[key] = check_int(key, args[key], 1)
     # Defaults that depend on other arguments.
     if "image_size" in args and args["image_size"] is None:
         if name in ("lenet5", "cnn-cifar"):
@@ -479,7 +474,7 @@ def _resolve(name: str, num_classes, kw: dict) -> tuple[_Spec, int, dict]:
             args["norm_groups"] = 2 if args["variant"] == "leaf" else 32
         check(32 % args["norm_groups"] == 0, "norm_groups", args["norm_groups"], "a divisor of 32")
         d = args["dropout"]
-        check(isinstance(d, (int, float)) and 0 <= d < 1, "dropout", d, "a number in [0, 1)")
+        check_real("dropout", d, 0, 1, strict_high=True)
     if name in ("resnet20", "resnet18"):
         check(16 % args["norm_groups"] == 0, "norm_groups", args["norm_groups"],
               "a divisor of 16 (the narrowest layer)")
@@ -506,7 +501,7 @@ def build_model(name: str, num_classes: int | None = None, seed: int | None = No
     spec, nc, args = _resolve(name, num_classes, kw)
     if seed is None:
         return spec.build(nc, **args)
-    _check_int("seed", seed, 0)
+    seed = check_int("seed", seed, 0)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return spec.build(nc, **args)

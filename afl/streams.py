@@ -11,14 +11,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .errors import ParameterError, check
+from .errors import ParameterError, check_int
 
 
 class ClientStreams:
     """Shuffled-epoch index streams for every client of a partition (list of index tensors)."""
 
     def __init__(self, parts: list[Tensor], batch_size: int, seed: int):
-        check(isinstance(batch_size, int) and batch_size >= 1, "batch_size", batch_size, "an integer >= 1")
+        batch_size = check_int("batch_size", batch_size, 1)
         self.parts = [np.asarray(p.cpu() if isinstance(p, Tensor) else p, dtype=np.int64) for p in parts]
         for i, p in enumerate(self.parts):
             if p.size == 0:

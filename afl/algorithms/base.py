@@ -11,12 +11,11 @@ from __future__ import annotations
 import time as _wall
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from ..engine import LocalSGD
-from ..errors import check
+from ..errors import check, check_int
 from ..jobs import JobQueue
 from ..sim.schedule import Contact
 from ..sim.speeds import SpeedProfile
@@ -114,9 +113,9 @@ class Learner:
     """
 
     def __init__(self, fed: Federation, history: History, K: int, lr: float):
-        check(isinstance(K, (int, np.integer)) and K >= 1, "K", K, "an integer >= 1")
+        K = check_int("K", K, 1)
         check(lr > 0, "lr", lr, "a positive learning rate")
-        self.fed, self.history, self.K, self.lr = fed, history, int(K), float(lr)
+        self.fed, self.history, self.K, self.lr = fed, history, K, float(lr)
         self.queue = fed.queue
         self.w = fed.init.clone()
 
@@ -126,12 +125,20 @@ class Learner:
     def on_server_step(self, t: float, contacts: list[Contact]) -> None:
         raise NotImplementedError
 
+    def finish(self) -> None:
+        """Evaluate the grid points left after the last server step."""
+        self.history.finish(self.w)
+
+    def message_bytes(self) -> int:
+        """Bytes of one model on the wire (uploads and downloads alike)."""
+        return self.fed.model_bytes
+
     def count(self, contacts: list[Contact], uploads: int | None = None, downloads: int | None = None) -> None:
         c = self.history.counters
         c["server_steps"] += 1
         c["client_steps"] += sum(x.steps for x in contacts)
-        c["bytes_up"] += (len(contacts) if uploads is None else uploads) * self.fed.model_bytes
-        c["bytes_down"] += (len(contacts) if downloads is None else downloads) * self.fed.model_bytes
+        c["bytes_up"] += (len(contacts) if uploads is None else uploads) * self.message_bytes()
+        c["bytes_down"] += (len(contacts) if downloads is None else downloads) * self.message_bytes()
 
 
 def model_variance(server: Tensor, clients: Tensor) -> float:

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..errors import check
+from ..errors import check_int
 from .base import Learner, model_variance
 
 
@@ -22,8 +22,8 @@ class ClockedLearner(Learner):
 
     def __init__(self, fed, history, K, lr, s, track_variance=False):
         super().__init__(fed, history, K, lr)
-        check(isinstance(s, (int, np.integer)) and 1 <= s <= fed.n, "s", s, f"an integer in [1, n={fed.n}]")
-        self.s, self.track_variance = int(s), track_variance
+        self.s = check_int("s", s, 1, fed.n, hint="n, the number of clients")
+        self.track_variance = track_variance
         self.starts = self.w.expand(fed.n, -1).clone()   # the model each client's current window started from
         self.batches: list[Tensor | None] = [None] * fed.n
         self.progress = None                              # set by the protocol: t -> steps done by t, per client
@@ -52,6 +52,9 @@ class ClockedLearner(Learner):
         self.w = (w_old + sent.sum(0)) / (self.s + 1)
         self.starts[idx] = self.restart(idx, local, w_old, self.w)
         self.count(contacts)
+
+    def finish(self) -> None:
+        self.record(self.history.total_time)
 
     def record(self, t: float) -> None:
         """Evaluate the grid points up to ``t``; with ``track_variance``, the local models at each of them."""

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from ..errors import check, check_choice
+from ..errors import check, check_choice, check_int
 from .base import Learner
 
 STALENESS = {"none": lambda tau: 1.0, "sqrt": lambda tau: 1.0 / math.sqrt(1.0 + tau)}
@@ -27,7 +27,7 @@ class FedBuff(Learner):
 
     def __init__(self, fed, history, K, lr, Z=10, server_lr=1.0, staleness="none"):
         super().__init__(fed, history, K, lr)
-        check(isinstance(Z, int) and 1 <= Z <= fed.n, "Z", Z, f"an integer in [1, n={fed.n}]")
+        Z = check_int("Z", Z, 1, fed.n, hint="n, the number of clients")
         check(server_lr > 0, "server_lr", server_lr, "a positive server learning rate")
         check_choice("staleness", staleness, STALENESS)
         self.Z, self.server_lr, self.weight = Z, float(server_lr), STALENESS[staleness]
@@ -36,7 +36,7 @@ class FedBuff(Learner):
 
     def on_start(self, client: int, t: float) -> None:
         self.jobs[client] = (self.queue.submit(client, self.w, self.K, self.lr), self.w, self.version)
-        self.history.counters["bytes_down"] += self.fed.model_bytes
+        self.history.counters["bytes_down"] += self.message_bytes()
 
     def on_server_step(self, t, contacts) -> None:
         self.history.record(t, self.w)

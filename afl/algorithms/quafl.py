@@ -6,20 +6,52 @@ progress since its last contact, at most K steps); the server averages
 received, ``w^i <- w_{t-1} / (s + 1) + s / (s + 1) w^i``, and keeps training from there (it is not reset to
 the server model: FAVAS identifies this as the source of client drift). As in the public code
 (ShayanTalaei/QuAFL, ``trainer.py``) local steps use the learning rate ``lr (s + 1) / s``.
+
+Quantized exchange (optional ``quantizer``, a :class:`afl.compress.Quantizer`), as the public code does it
+(``client.py`` / ``server.py``): each contacted client uploads ``Q(w^i)``, which the server decodes with its
+own current model ``w_{t-1}`` as key (the lattice quantizer's decoder needs one; unbiased quantizers ignore
+it); the server broadcasts one ``Q(w_{t-1})``, which each contacted client decodes with its own local model as
+key. The server average and the client mixing use the decoded values; the server's own ``w_{t-1}`` and the
+client's own ``w^i`` enter at full precision. Bytes: each server step counts s uploads and s downloads of
+``quantizer.nbytes(d) = ceil(quantizer.bits(d) / 8)`` bytes each (every message padded to whole bytes);
+without a quantizer, ``Federation.model_bytes`` each, as before. With a :class:`~afl.compress.
+LatticeQuantizer` the counters also hold ``lattice_overflows``: the coordinates, over all messages, that
+wrapped around because sender and key were more than the quantizer's ``radius`` apart (a diagnostic the
+real protocol could not compute).
 """
 from __future__ import annotations
 
+from ..compress import LatticeQuantizer, Quantizer, make_quantizer
 from .clocked import ClockedLearner
 
 
 class QuAFL(ClockedLearner):
     """QuAFL learner: full local models up, client-side mixing with the pre-update server model."""
 
-    def __init__(self, fed, history, K, lr, s, track_variance=False):
+    def __init__(self, fed, history, K, lr, s, track_variance=False, quantizer: Quantizer | str | None = None):
         super().__init__(fed, history, K, lr * (s + 1) / s, s, track_variance)
+        self.quantizer = None if quantizer is None else make_quantizer(quantizer, seed=fed.seed)
+        if isinstance(self.quantizer, LatticeQuantizer):
+            history.counters.setdefault("lattice_overflows", 0)
 
     def upload(self, clients, local, start, steps):
-        return local
+        if self.quantizer is None:
+            return local
+        q, key = self.quantizer, self.w                     # the server's w_{t-1} decodes the uploads
+        if isinstance(q, LatticeQuantizer):
+            self.history.counters["lattice_overflows"] += int(q.overflow(local, key).sum())
+        return q.decode(q.encode(local), key)
 
     def restart(self, clients, local, w_old, w_new):
-        return (w_old + self.s * local) / (self.s + 1)
+        if self.quantizer is None:
+            return (w_old + self.s * local) / (self.s + 1)
+        q = self.quantizer
+        if isinstance(q, LatticeQuantizer):
+            self.history.counters["lattice_overflows"] += int(q.overflow(w_old, local).sum())
+        received = q.decode(q.encode(w_old), local)          # one broadcast, decoded by each client's own model
+        return (received + self.s * local) / (self.s + 1)
+
+    def message_bytes(self) -> int:
+        if self.quantizer is None:
+            return super().message_bytes()
+        return self.quantizer.nbytes(self.w.numel())

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from afl.errors import check
+from afl.errors import check, check_int
 
 
 def _rand_int(high: int, n: int, generator: torch.Generator, device) -> Tensor:
@@ -29,7 +29,7 @@ def random_crop(x: Tensor, generator: torch.Generator, padding: int = 4, fill=0.
     """Pad ``x`` (B, C, H, W) by ``padding`` on each side with ``fill`` (scalar or per-channel) and take an
     independent random H x W crop per sample."""
     check(x.dim() == 4, "x", tuple(x.shape), "a (B, C, H, W) batch")
-    check(isinstance(padding, int) and padding >= 0, "padding", padding, "an int >= 0")
+    padding = check_int("padding", padding, 0)
     if padding == 0 or x.shape[0] == 0:
         return x
     b, c, h, w = x.shape

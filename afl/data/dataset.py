@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from afl.errors import check
+from afl.errors import check_int
 
 
 @dataclass
@@ -92,11 +92,10 @@ def make_synthetic(n_train: int = 512, n_test: int = 128, shape=(1, 8, 8), num_c
 
     ``groups`` (an int) gives each training sample a natural client id (round robin after shuffling).
     """
-    check(isinstance(n_train, int) and n_train > 0, "n_train", n_train, "a positive int")
-    check(isinstance(n_test, int) and n_test > 0, "n_test", n_test, "a positive int")
-    check(isinstance(num_classes, int) and num_classes >= 2, "num_classes", num_classes, "an int >= 2")
-    check(groups is None or (isinstance(groups, int) and 1 <= groups <= n_train), "groups", groups,
-          "None or an int in [1, n_train]")
+    n_train, n_test = check_int("n_train", n_train, 1), check_int("n_test", n_test, 1)
+    num_classes = check_int("num_classes", num_classes, 2)
+    if groups is not None:
+        groups = check_int("groups", groups, 1, n_train, hint="or None; at most n_train")
     shape = tuple(int(s) for s in shape)
     rng = np.random.default_rng(seed)
     means = rng.normal(0.0, 1.0, size=(num_classes,) + shape).astype(np.float32)

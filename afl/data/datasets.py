@@ -24,7 +24,7 @@ import torch
 from afl.data import cache, files, folders, shakespeare, vision
 from afl.data.dataset import Dataset
 from afl.data.registry import DATASET_NAMES, SOURCES
-from afl.errors import ParameterError, check
+from afl.errors import ParameterError, check, check_real
 
 # Per-channel mean/std of the training images in [0, 1] (the values used throughout the FL literature).
 STATS = {
@@ -136,8 +136,7 @@ def _load_folder_set(loc, name: str, normalize: bool = True) -> Dataset:
 
 
 def _load_shakespeare(loc, train_fraction: float = 0.8, leaf_split: bool = False) -> Dataset:
-    check(isinstance(train_fraction, (int, float)) and 0 < train_fraction <= 1, "train_fraction",
-          train_fraction, "a number in (0, 1]")
+    check_real("train_fraction", train_fraction, 0, 1, strict_low=True)
     key = cache.key_of(_file_key(loc), float(train_fraction), bool(leaf_split))
 
     def build():

@@ -14,21 +14,17 @@
 """
 from __future__ import annotations
 
-import math
+from numbers import Integral
 
 import numpy as np
 import torch
 
-from afl.errors import ParameterError, check, check_choice
+from afl.errors import ParameterError, check, check_choice, check_int, check_real
 
 PARTITION_SCHEMES = ("iid", "dirichlet", "shards", "fixed_size", "by_group")
 
 
 # --- validation helpers ----------------------------------------------------------------------------------
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
 
 def _labels(labels, name: str = "labels") -> np.ndarray:
     if hasattr(labels, "train_y"):          # a Dataset
@@ -43,22 +39,11 @@ def _labels(labels, name: str = "labels") -> np.ndarray:
 
 
 def _seed(seed) -> np.random.Generator:
-    check(_is_int(seed) and seed >= 0, "seed", seed, "an int >= 0")
-    return np.random.default_rng(int(seed))
+    return np.random.default_rng(check_int("seed", seed, 0))
 
 
 def _n_clients(n_clients, n: int) -> int:
-    check(_is_int(n_clients) and 1 <= n_clients <= n, "n_clients", n_clients,
-          f"an int in [1, {n}] (at most the number of samples)")
-    return int(n_clients)
-
-
-def _alpha(alpha, allow_zero: bool) -> float:
-    ok = isinstance(alpha, (int, float, np.floating, np.integer)) and not isinstance(alpha, bool)
-    ok = ok and not math.isnan(alpha) and (alpha >= 0 if allow_zero else alpha > 0) and math.isfinite(alpha)
-    check(ok, "alpha", alpha, "a finite number >= 0 (0: one class per client)" if allow_zero
-          else "a finite number > 0 (or None for no label skew)")
-    return float(alpha)
+    return check_int("n_clients", n_clients, 1, n, hint="at most the number of samples")
 
 
 def _tensors(parts) -> list[torch.Tensor]:
@@ -90,9 +75,8 @@ def _class_pools(y: np.ndarray, num_classes: int, rng, copies: int = 1) -> list[
 
 def iid(n_samples_or_labels, n_clients: int, seed: int = 0) -> list[torch.Tensor]:
     """Uniform random split of ``range(n)`` into ``n_clients`` parts whose sizes differ by at most one."""
-    if _is_int(n_samples_or_labels):
-        n = int(n_samples_or_labels)
-        check(n >= 1, "n_samples_or_labels", n, "a positive int or a label array")
+    if isinstance(n_samples_or_labels, Integral) and not isinstance(n_samples_or_labels, bool):
+        n = check_int("n_samples_or_labels", n_samples_or_labels, 1, hint="or a label array")
     else:
         n = len(_labels(n_samples_or_labels, "n_samples_or_labels"))
     k = _n_clients(n_clients, n)
@@ -108,13 +92,12 @@ def dirichlet(labels, n_clients: int, alpha: float, seed: int = 0, size: int | N
     y = _labels(labels)
     n = len(y)
     k = _n_clients(n_clients, n)
-    a = _alpha(alpha, allow_zero=True)
+    a = check_real("alpha", alpha, 0, hint="0: one class per client")
     rng = _seed(seed)
     counts = np.bincount(y)
     c = len(counts)
     if size is not None:
-        check(_is_int(size) and 1 <= size * k <= n and size >= 1, "size", size,
-              f"an int >= 1 with size * n_clients <= {n}")
+        size = check_int("size", size, 1, n // k, hint=f"size * n_clients <= {n}")
     pools = _class_pools(y, c, rng)
     used = np.zeros(c, dtype=np.int64)
     parts = []
@@ -172,10 +155,8 @@ def shards(labels, n_clients: int, classes_per_client: int = 2, seed: int = 0) -
     counts = np.bincount(y)
     present = np.flatnonzero(counts)
     nc = len(present)
-    check(_is_int(classes_per_client) and 1 <= classes_per_client <= nc, "classes_per_client",
-          classes_per_client, f"an int in [1, {nc}] (the number of classes present)")
+    per = check_int("classes_per_client", classes_per_client, 1, nc, hint="the number of classes present")
     rng = _seed(seed)
-    per = int(classes_per_client)
     total = k * per
     m = np.full(nc, total // nc)
     m[rng.choice(nc, total % nc, replace=False)] += 1
@@ -202,15 +183,13 @@ def fixed_size(labels, n_clients: int, size: int = 300, seed: int = 0, alpha: fl
     share of each client ~ Dir_K(alpha); each client's ``size`` points follow its resulting class mix."""
     y = _labels(labels)
     n = len(y)
-    check(_is_int(n_clients) and n_clients >= 1, "n_clients", n_clients, "an int >= 1")
-    check(_is_int(size) and size >= 1, "size", size, "an int >= 1")
-    k, size = int(n_clients), int(size)
+    k, size = check_int("n_clients", n_clients, 1), check_int("size", size, 1)
     rng = _seed(seed)
     copies = -(-k * size // n)
     if alpha is None:
         pool = np.concatenate([rng.permutation(n) for _ in range(copies)])
         return _tensors(pool[:k * size].reshape(k, size))
-    a = _alpha(alpha, allow_zero=False)
+    a = check_real("alpha", alpha, 0, strict_low=True, hint="or None for no label skew")
     counts = np.bincount(y)
     c = len(counts)
     pools = _class_pools(y, c, rng, copies)
@@ -232,14 +211,14 @@ def by_group(groups, n_clients: int | None = None, seed: int = 0, min_samples: i
     Groups with fewer than ``min_samples`` samples are left out; ``n_clients`` picks that many of the
     remaining groups at random (FedAST uses 1000 Shakespeare roles)."""
     g = _labels(groups, "groups")
-    check(_is_int(min_samples) and min_samples >= 1, "min_samples", min_samples, "an int >= 1")
+    min_samples = check_int("min_samples", min_samples, 1)
     ids, counts = np.unique(g, return_counts=True)
     eligible = ids[counts >= min_samples]
     check(len(eligible) > 0, "min_samples", min_samples, f"at most {counts.max()} (the largest group)")
     if n_clients is not None:
-        check(_is_int(n_clients) and 1 <= n_clients <= len(eligible), "n_clients", n_clients,
-              f"None or an int in [1, {len(eligible)}] (groups with >= {min_samples} samples)")
-        eligible = np.sort(_seed(seed).choice(eligible, int(n_clients), replace=False))
+        k = check_int("n_clients", n_clients, 1, len(eligible),
+                      hint=f"or None; groups with >= {min_samples} samples")
+        eligible = np.sort(_seed(seed).choice(eligible, k, replace=False))
     order = np.argsort(g, kind="stable")
     starts = np.searchsorted(g[order], eligible, side="left")
     ends = np.searchsorted(g[order], eligible, side="right")

@@ -76,11 +76,13 @@ class FavasSetting:
 
 
 #: Experiments: name -> (paper setting, quick setting). Quick settings run in CI and in the notebooks.
+#: Figures 1 and 2 use Table 2's setting on one split each, so their runs are Table 2's runs (Fig. 2 adds the
+#: spread of the local models for FAVAS and QuAFL).
 EXPERIMENTS = {
     "favas-table2": (FavasSetting(seeds=10), FavasSetting(total_time=600, eval_every=100, seeds=1)),
-    "favas-fig1": (FavasSetting(seeds=3, eval_every=50, splits=("noniid_2of3_fast",)),
+    "favas-fig1": (FavasSetting(seeds=3, splits=("noniid_2of3_fast",)),
                    FavasSetting(total_time=600, eval_every=50, seeds=1, splits=("noniid_2of3_fast",))),
-    "favas-fig2": (FavasSetting(seeds=3, eval_every=50, splits=("noniid_1of9_fast",)),
+    "favas-fig2": (FavasSetting(seeds=3, splits=("noniid_1of9_fast",)),
                    FavasSetting(total_time=600, eval_every=50, seeds=1, splits=("noniid_1of9_fast",))),
     "favas-fig3a": (FavasSetting(dataset="cifar10-jpeg", normalize=True, model="resnet20", lr=0.005, batch=128,
                                  total_time=10000, eval_every=500, seeds=1, splits=("noniid_2of3_fast",)),
@@ -124,15 +126,21 @@ def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, datase
 
 
 def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
-                 partial: str | Path | None = None, progress: bool = True) -> list[dict]:
-    """Every (split, method, seed) of ``cfg``; each finished run is appended to ``partial`` (JSON lines)."""
+                 partial: str | Path | None = None, progress: bool = True, done: list[dict] = ()) -> list[dict]:
+    """Every (seed, split, method) of ``cfg``, seed by seed, so that an interrupted run has whole seeds.
+
+    Each finished run is appended to ``partial`` (JSON lines); runs in ``done`` (read back from such a file)
+    are kept and not computed again.
+    """
     seeds = cfg.seeds if seeds is None else seeds
     check(isinstance(seeds, int) and seeds >= 1, "seeds", seeds, "an integer >= 1")
     data = load_dataset(cfg.dataset, root=root, device=device, normalize=cfg.normalize)
-    jobs = [(sp, m, seed) for sp in cfg.splits for seed in range(seeds) for m in cfg.methods]
-    runs = []
+    have = {(r["split"], r["method"], r["seed"]): r for r in done}
+    jobs = [(sp, m, seed) for seed in range(seeds) for sp in cfg.splits for m in cfg.methods]
+    runs = [have[j] for j in jobs if j in have]
     bar = _progress(len(jobs), progress)
-    for sp, m, seed in jobs:
+    bar.update(len(runs))
+    for sp, m, seed in (j for j in jobs if j not in have):
         bar.set_description(f"{m} {sp} seed {seed}")
         run = compute_run(cfg, m, sp, seed, dataset=data, device=device, track_variance=track_variance)
         runs.append(run)
@@ -201,19 +209,27 @@ def plot_variance(runs: list[dict], ax=None, title=None):
 
 
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results",
-                   root=None, device="cpu") -> list[Path]:
-    """Compute an experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``; returns the paths."""
+                   root=None, device="cpu", progress: bool = True, resume: bool = False,
+                   **overrides) -> list[Path]:
+    """Compute an experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``; returns the paths.
+
+    Finished runs are appended to ``OUT/<experiment>.partial.jsonl`` as they end; ``resume`` keeps those of
+    an interrupted invocation. ``overrides`` replace fields of the setting (e.g. ``n=10``).
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cfg = setting(experiment, quick=quick)
+    cfg = setting(experiment, quick=quick, **overrides)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     partial = out / f"{experiment}.partial.jsonl"
-    partial.unlink(missing_ok=True)
+    done = [json.loads(line) for line in partial.read_text().splitlines()] if resume and partial.exists() else []
+    if not resume:
+        partial.unlink(missing_ok=True)
     variance = experiment == "favas-fig2"
-    runs = compute_runs(cfg, seeds=seeds, device=device, root=root, track_variance=variance, partial=partial)
+    runs = compute_runs(cfg, seeds=seeds, device=device, root=root, track_variance=variance, partial=partial,
+                        progress=progress, done=done)
     rows = table2(runs)
     command = "afl repro " + experiment + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
     result = {"experiment": experiment, "command": command, "quick": quick, "machine": _machine(device),
@@ -224,7 +240,8 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     paths = [out / f"{experiment}.json", out / f"{experiment}.md", out / f"{experiment}.png"]
     paths[0].write_text(json.dumps(result, indent=1))
     md = [f"# {experiment}", "", f"Command: `{command}`", "", f"Machine: {result['machine']}", "",
-          f"Seeds: {seeds or cfg.seeds}. Final accuracy (%) at simulated time {cfg.total_time:g}, mean ± std over seeds.",
+          f"Seeds: {seeds or cfg.seeds}. Final accuracy (%) at simulated time {cfg.total_time:g}, mean ± std over seeds."
+          + (" QUICK setting: not comparable with the paper's numbers." if quick or overrides else ""),
           "", table2_markdown(rows) if experiment == "favas-table2" else _final_table(rows), "",
           "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
           "|---|---|---|---|---|---|---|---|"]

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from afl.errors import ParameterError, check_choice
-from afl.sim._checks import integer, positive, real
+from afl.errors import ParameterError, check_choice, check_int, check_real
 from afl.sim.distributions import StepTime
 
 
@@ -19,12 +18,12 @@ class ArrivalProcess:
     kind = ""
 
     def __init__(self, rate: float):
-        self.rate = positive("rate", rate)
+        self.rate = check_real("rate", rate, 0, strict_low=True)
 
     def next_times(self, rng: np.random.Generator, start: float, count: int) -> np.ndarray:
         """The next ``count`` arrival times strictly after ``start``, increasing, shape ``(count,)``."""
-        start = real("start", start)
-        count = integer("count", count, low=0)
+        start = check_real("start", start)
+        count = check_int("count", count, 0)
         return start + np.cumsum(self._gaps(rng, count))
 
     def _gaps(self, rng, count):
@@ -71,7 +70,7 @@ def make_arrivals(kind: str, rate: float) -> ArrivalProcess:
 
 def rate_for_concurrency(concurrency: float, duration: StepTime) -> float:
     """Arrival rate giving ``concurrency`` clients in training on average: ``concurrency / E[duration]``."""
-    concurrency = positive("concurrency", concurrency)
+    concurrency = check_real("concurrency", concurrency, 0, strict_low=True)
     if not isinstance(duration, StepTime):
         raise ParameterError("duration", duration, "a StepTime distribution")
     return concurrency / duration.mean

@@ -9,8 +9,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from afl.errors import check
-from afl.sim._checks import generator, real
+from afl.errors import check_int, check_real
+from afl.sim._rng import generator
 
 
 @dataclass(eq=False)
@@ -33,7 +33,7 @@ class EventQueue:
 
     def __init__(self, seed=None, start: float = 0.0):
         self.rng = generator(seed)
-        self._now = real("start", start)
+        self._now = check_real("start", start)
         self._heap: list[tuple[float, int, int, Event]] = []
         self._seq = 0
         self._live = 0
@@ -45,9 +45,8 @@ class EventQueue:
 
     def push(self, time: float, kind: str, priority: int = 0, **payload) -> Event:
         """Schedule an event at ``time >= now``; returns it (keep it to :meth:`cancel` it)."""
-        t = real("time", time)
-        check(t >= self._now, "time", time, f"a time >= now ({self._now:g}): the clock never goes back")
-        check(isinstance(priority, int) and not isinstance(priority, bool), "priority", priority, "an int")
+        t = check_real("time", time, self._now, hint="now: the clock never goes back")
+        priority = check_int("priority", priority)
         event = Event(t, str(kind), payload, priority, self._seq)
         heapq.heappush(self._heap, (t, priority, self._seq, event))
         self._seq += 1

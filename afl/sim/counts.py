@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from afl.errors import ParameterError, check_choice
-from afl.sim._checks import generator, integer, nonnegative, positive
+from afl.errors import ParameterError, check_choice, check_int, check_real
+from afl.sim._rng import generator
 from afl.sim.distributions import Constant, Exponential, ShiftedExponential, StepTime
 
 
@@ -60,8 +60,8 @@ def steps_completed_pmf(step_time: StepTime, window: float, K: int, n_mc: int = 
     """
     if not isinstance(step_time, StepTime):
         raise ParameterError("step_time", step_time, "a StepTime distribution (see afl.sim.make_distribution)")
-    window = nonnegative("window", window)
-    K = integer("K", K, low=1)
+    window = check_real("window", window, 0)
+    K = check_int("K", K, 1)
     check_choice("method", method, ("auto", "exact", "mc"))
     if method != "mc":
         surv = _survival_exact(step_time, window, K)
@@ -70,7 +70,7 @@ def steps_completed_pmf(step_time: StepTime, window: float, K: int, n_mc: int = 
             return np.clip(pmf, 0.0, None) / np.clip(pmf, 0.0, None).sum()
         if method == "exact":
                 raise ParameterError("method", method, f"'auto' or 'mc' for {step_time!r} (no closed form)")
-    n_mc = integer("n_mc", n_mc, low=1)
+    n_mc = check_int("n_mc", n_mc, 1)
     ends = np.cumsum(step_time.sample(generator(rng), (n_mc, K)), axis=1)
     done = (ends <= window).sum(axis=1)
     return np.bincount(done, minlength=K + 1) / n_mc
@@ -91,11 +91,11 @@ def contact_steps_pmf(step_time: StepTime, K: int, n: int, s: int, server_interv
     The result is the mixture of :func:`steps_completed_pmf` over ``G`` (tail below ``tol`` dropped; Monte Carlo
     with ``n_mc`` draws per window for families without a closed form).
     """
-    n = integer("n", n, low=1)
-    s = integer("s", s, low=1, high=n)
-    server_interval = positive("server_interval", server_interval)
+    n = check_int("n", n, 1)
+    s = check_int("s", s, 1, n)
+    server_interval = check_real("server_interval", server_interval, 0, strict_low=True)
     p = s / n
-    pmf = np.zeros(integer("K", K, low=1) + 1)
+    pmf = np.zeros(check_int("K", K, 1) + 1)
     rng = generator(rng)
     g, weight, mass = 1, p, 0.0
     while mass < 1.0 - tol:

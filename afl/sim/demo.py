@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from afl.sim._checks import positive
+from afl.errors import check_real
 from afl.sim.counts import contact_steps_pmf
 from afl.sim.plot import plot_class_shares, plot_steps_histogram, plot_timeline
 from afl.sim.schedule import simulate_async_schedule, simulate_buffered_schedule, simulate_sync_schedule
@@ -36,7 +36,7 @@ def compute_straggler_demo(n: int = 20, slow_fraction: float = 1 / 3, s: int = 4
         "sync": simulate_sync_schedule(profile, K, s, t_end, seed=seed),
         "theory": {name: contact_steps_pmf(profile.step_times[c], K, n, s, server_interval)
                    for c, name in enumerate(profile.names)},
-        "t_show": positive("t_show", t_show),
+        "t_show": check_real("t_show", t_show, 0, strict_low=True),
     }
 
 

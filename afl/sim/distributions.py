@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from afl.errors import ParameterError, check_choice
-from afl.sim._checks import nonnegative, positive, real
+from afl.errors import ParameterError, check_choice, check_real
 
 _SQRT2 = math.sqrt(2.0)
 _erf = np.vectorize(math.erf, otypes=[float])
@@ -83,7 +82,7 @@ class StepTime:
 
 
 def _factor(factor) -> float:
-    return positive("factor", factor)
+    return check_real("factor", factor, 0, strict_low=True)
 
 
 class Exponential(StepTime):
@@ -92,7 +91,7 @@ class Exponential(StepTime):
     kind = "exponential"
 
     def __init__(self, mean: float):
-        self._set(_mean=positive("mean", mean))
+        self._set(_mean=check_real("mean", mean, 0, strict_low=True))
 
     @property
     def mean(self) -> float:
@@ -122,12 +121,12 @@ class ShiftedExponential(StepTime):
     kind = "shifted_exponential"
 
     def __init__(self, shift: float, mean: float):
-        self._set(shift=nonnegative("shift", shift), exp_mean=positive("mean", mean))
+        self._set(shift=check_real("shift", shift, 0), exp_mean=check_real("mean", mean, 0, strict_low=True))
 
     @classmethod
     def fedast(cls, beta: float) -> "ShiftedExponential":
         """FedAST's ``P(X <= x) = 1 - exp(-(x - beta) / (2 beta))`` for ``x >= beta``."""
-        beta = positive("beta", beta)
+        beta = check_real("beta", beta, 0, strict_low=True)
         return cls(shift=beta, mean=2.0 * beta)
 
     @property
@@ -157,7 +156,7 @@ class HalfNormal(StepTime):
     _names = ("scale",)
 
     def __init__(self, scale: float):
-        self._set(scale=positive("scale", scale))
+        self._set(scale=check_real("scale", scale, 0, strict_low=True))
 
     @property
     def mean(self) -> float:
@@ -181,7 +180,7 @@ class Constant(StepTime):
     _names = ("value",)
 
     def __init__(self, value: float):
-        self._set(value=positive("value", value))
+        self._set(value=check_real("value", value, 0, strict_low=True))
 
     @property
     def mean(self) -> float:
@@ -204,7 +203,7 @@ class LogNormal(StepTime):
     _names = ("mu", "sigma")
 
     def __init__(self, mu: float, sigma: float):
-        self._set(mu=real("mu", mu), sigma=positive("sigma", sigma))
+        self._set(mu=check_real("mu", mu), sigma=check_real("sigma", sigma, 0, strict_low=True))
 
     @property
     def mean(self) -> float:

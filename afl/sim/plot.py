@@ -38,6 +38,12 @@ def _axes(ax, figsize):
     return ax
 
 
+def _despine(ax) -> None:
+    """Hide the top and right frame lines (the house style of every plot here)."""
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
 def plot_timeline(timeline: Timeline, ax=None, clients: Sequence[int] | None = None, t_max: float | None = None,
                   color_by: str = "class", title: str | None = None, annotate_steps: bool = True):
     """Gantt chart of a :class:`Timeline`: one row per client, server steps as dotted vertical lines, buffer
@@ -120,8 +126,7 @@ def plot_timeline(timeline: Timeline, ax=None, clients: Sequence[int] | None = N
     ax.set_ylabel("client")
     ax.set_title(title or f"Who trains when ({len(clients)} clients)")
     ax.grid(False)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    _despine(ax)
 
     name = "speed class" if color_by == "class" else "task"
     handles = [Patch(facecolor=colors[g], label=f"training ({g})" if g is not None else "training")
@@ -166,8 +171,7 @@ def plot_steps_histogram(result, ax=None, theory: dict | None = None, title: str
     ax.set_ylabel("fraction of contacts")
     ax.set_title(title or f"Local steps per contact (K = {result.K})")
     ax.legend(frameon=False, fontsize=8)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    _despine(ax)
     return ax
 
 
@@ -189,8 +193,7 @@ def plot_class_shares(result, ax=None, title: str | None = None):
     ax.set_ylabel("fraction")
     ax.set_title(title or "Who feeds the server")
     ax.legend(frameon=False, fontsize=8)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    _despine(ax)
     return ax
 
 
@@ -210,6 +213,5 @@ def plot_step_time_cdfs(dists: dict, t_max: float, ax=None, title: str | None = 
     ax.set_ylabel("P(step time <= t)")
     ax.set_title(title or "Step-time distributions (dots: means)")
     ax.legend(frameon=False, fontsize=8, loc="lower right")
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    _despine(ax)
     return ax

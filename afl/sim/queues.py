@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from afl.sim._checks import integer, nonnegative, real
+from afl.errors import check_int, check_real
 
 
 class FCFSQueues:
     """One FCFS server per client; :meth:`submit` returns the request's ``(start, end)`` times."""
 
     def __init__(self, n: int):
-        self.busy_until = np.zeros(integer("n", n, low=1))
+        self.busy_until = np.zeros(check_int("n", n, 1))
         self._jobs: list[list[tuple[float, float]]] = [[] for _ in range(len(self.busy_until))]  # (submit, end)
 
     def submit(self, client: int, t: float, duration: float) -> tuple[float, float]:
         """Queue a request of length ``duration`` arriving at ``client`` at time ``t``."""
-        client = integer("client", client, low=0, high=len(self.busy_until) - 1)
-        t, duration = real("t", t), nonnegative("duration", duration)
+        client = check_int("client", client, 0, len(self.busy_until) - 1)
+        t, duration = check_real("t", t), check_real("duration", duration, 0)
         start = max(t, float(self.busy_until[client]))
         end = start + duration
         self.busy_until[client] = end
@@ -29,6 +29,6 @@ class FCFSQueues:
 
     def queue_length(self, client: int, t: float) -> int:
         """Requests submitted to ``client`` by time ``t`` and not finished at ``t`` (in service or waiting)."""
-        client = integer("client", client, low=0, high=len(self.busy_until) - 1)
-        t = real("t", t)
+        client = check_int("client", client, 0, len(self.busy_until) - 1)
+        t = check_real("t", t)
         return sum(submit <= t < end for submit, end in self._jobs[client])

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from afl.errors import ParameterError
-from afl.sim._checks import integer, nonnegative, positive
+from afl.errors import ParameterError, check_int, check_real
 from afl.sim.clock import Event, EventQueue
 from afl.sim.speeds import SpeedProfile
 from afl.sim.timeline import Timeline
@@ -90,7 +89,7 @@ class ClientClock:
     def __init__(self, profile: SpeedProfile, K: int, seed=0, learner=None):
         if not isinstance(profile, SpeedProfile):
             raise ParameterError("profile", profile, "a SpeedProfile (see afl.sim.two_speed / three_speed)")
-        self.profile, self.K = profile, integer("K", K, low=1)
+        self.profile, self.K = profile, check_int("K", K, 1)
         self.queue = EventQueue(seed)
         self.timeline = Timeline.for_profile(profile)
         self.contacts: list[Contact] = []
@@ -193,8 +192,9 @@ def simulate_async_schedule(profile: SpeedProfile, K: int, s: int, server_interv
     """
     clock = ClientClock(profile, K, seed, learner)
     n = profile.n
-    s = integer("s", s, low=1, high=n)
-    server_interval, t_end = positive("server_interval", server_interval), positive("t_end", t_end)
+    s = check_int("s", s, 1, n)
+    server_interval = check_real("server_interval", server_interval, 0, strict_low=True)
+    t_end = check_real("t_end", t_end, 0, strict_low=True)
     for c in range(n):
         clock.start(c, 0.0)
     clock.queue.push(server_interval, "server", priority=SERVER)
@@ -216,8 +216,8 @@ def simulate_buffered_schedule(profile: SpeedProfile, K: int, Z: int, t_end: flo
     of a step restart at once. ``learner``: as in :func:`simulate_async_schedule`.
     """
     clock = ClientClock(profile, K, seed, learner)
-    Z = integer("Z", Z, low=1, high=profile.n)
-    t_end, server_time = positive("t_end", t_end), nonnegative("server_time", server_time)
+    Z = check_int("Z", Z, 1, profile.n)
+    t_end, server_time = check_real("t_end", t_end, 0, strict_low=True), check_real("server_time", server_time, 0)
     buffer: list[int] = []
     free_at, wake = [0.0], [None]
 
@@ -257,8 +257,8 @@ def simulate_sync_schedule(profile: SpeedProfile, K: int, s: int, t_end: float, 
     """
     clock = ClientClock(profile, K, seed, learner)
     n = profile.n
-    s = integer("s", s, low=1, high=n)
-    t_end, server_time = positive("t_end", t_end), nonnegative("server_time", server_time)
+    s = check_int("s", s, 1, n)
+    t_end, server_time = check_real("t_end", t_end, 0, strict_low=True), check_real("server_time", server_time, 0)
     chosen: list[int] = []
     waiting: set[int] = set()
 

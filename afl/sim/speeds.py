@@ -15,8 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
-from afl.errors import ParameterError, check
-from afl.sim._checks import generator, integer, positive, real
+from afl.errors import ParameterError, check, check_int, check_real
+from afl.sim._rng import generator
 from afl.sim.distributions import Exponential, ShiftedExponential, StepTime
 
 #: FedAST App. C.6: average time of one stochastic gradient per model (relative units, GTX TITAN X).
@@ -26,8 +26,8 @@ FEDAST_MODEL_COSTS = {"mnist": 0.148, "fashion-mnist": 0.240, "cifar10": 0.228, 
 
 def class_counts(n: int, fractions: Sequence[float]) -> np.ndarray:
     """Exact class sizes summing to ``n`` (largest-remainder rounding of ``n * fractions``)."""
-    n = integer("n", n, low=1)
-    f = np.array([real("fractions", x) for x in fractions], dtype=float)
+    n = check_int("n", n, 1)
+    f = np.array([check_real("fractions", x) for x in fractions], dtype=float)
     check(len(f) >= 1 and bool(np.all(f >= 0)), "fractions", tuple(fractions), "non-negative numbers")
     check(abs(f.sum() - 1.0) <= 1e-9, "fractions", tuple(fractions), "numbers summing to 1")
     raw = n * f
@@ -55,7 +55,7 @@ class SpeedProfile:
         self.class_of = class_of.astype(int)
         self.class_of.setflags(write=False)
         self.step_times = step_times
-        self.costs = tuple(positive("costs", c) for c in costs)
+        self.costs = tuple(check_real("costs", c, 0, strict_low=True) for c in costs)
         check(len(self.costs) >= 1, "costs", costs, "at least one model cost")
 
     @classmethod
@@ -86,11 +86,11 @@ class SpeedProfile:
         return np.flatnonzero(self.class_of == self.names.index(name))
 
     def _model(self, model: int) -> int:
-        return integer("model", model, low=0, high=len(self.costs) - 1)
+        return check_int("model", model, 0, len(self.costs) - 1)
 
     def step_time(self, client: int, model: int = 0) -> StepTime:
         """Distribution of one local step of ``model`` on ``client``."""
-        integer("client", client, low=0, high=self.n - 1)
+        check_int("client", client, 0, self.n - 1)
         d = self.step_times[self.class_of[client]]
         cost = self.costs[self._model(model)]
         return d if cost == 1.0 else d.scaled(cost)
@@ -104,7 +104,7 @@ class SpeedProfile:
                      per_step: bool = True) -> float:
         """Time for ``steps`` local steps: a sum of independent step times (``per_step=True``), or one draw
         multiplied by ``steps`` as FedAST's simulator does (App. C.6, ``per_step=False``)."""
-        steps = integer("steps", steps, low=0)
+        steps = check_int("steps", steps, 0)
         d = self.step_time(client, model)
         if steps == 0:
             return 0.0
@@ -122,8 +122,7 @@ class SpeedProfile:
 def two_speed(n: int, slow_fraction: float = 1 / 3, fast: StepTime | None = None, slow: StepTime | None = None,
               seed=0) -> SpeedProfile:
     """FAVAS/QuAFL clients: classes ("fast", "slow"), exponential step times of mean 2 and 8 by default."""
-    slow_fraction = real("slow_fraction", slow_fraction)
-    check(0.0 <= slow_fraction <= 1.0, "slow_fraction", slow_fraction, "a number in [0, 1]")
+    slow_fraction = check_real("slow_fraction", slow_fraction, 0, 1)
     fast = Exponential(2.0) if fast is None else fast
     slow = Exponential(8.0) if slow is None else slow
     return SpeedProfile.from_fractions(n, ("fast", "slow"), (1.0 - slow_fraction, slow_fraction), (fast, slow), seed)
@@ -139,5 +138,5 @@ def three_speed(n: int, fractions: Sequence[float] = (0.25, 0.5, 0.25),
     """
     check(len(multipliers) == 3, "multipliers", tuple(multipliers), "3 numbers (slow, normal, fast)")
     base = ShiftedExponential.fedast(1.0) if base is None else base
-    dists = [base.scaled(positive("multipliers", m)) for m in multipliers]
+    dists = [base.scaled(check_real("multipliers", m, 0, strict_low=True)) for m in multipliers]
     return SpeedProfile.from_fractions(n, ("slow", "normal", "fast"), fractions, dists, seed, costs)

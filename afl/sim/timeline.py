@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from afl.errors import check
-from afl.sim._checks import integer, real
+from afl.errors import check, check_int, check_real
 
 
 @dataclass(frozen=True)
@@ -65,19 +64,19 @@ class Timeline:
     def add(self, client: int, start: float, end: float, label: str = "train", steps: int = 0,
             task=None) -> Interval:
         """Record an interval; ``end >= start`` is required."""
-        start, end = real("start", start), real("end", end)
+        start, end = check_real("start", start), check_real("end", end)
         check(end >= start, "end", end, f"a time >= start ({start:g})")
-        item = Interval(integer("client", client), start, end, str(label), integer("steps", steps), task)
+        item = Interval(check_int("client", client, 0), start, end, str(label), check_int("steps", steps, 0), task)
         self.intervals.append(item)
         return item
 
     def server_step(self, time: float) -> None:
         """Record a server model update at ``time``."""
-        self.server_steps.append(real("time", time))
+        self.server_steps.append(check_real("time", time))
 
     def flush(self, time: float, clients=(), task=None) -> Flush:
         """Record a buffer flush at ``time`` holding updates from ``clients``."""
-        item = Flush(real("time", time), tuple(int(c) for c in clients), task)
+        item = Flush(check_real("time", time), tuple(int(c) for c in clients), task)
         self.flushes.append(item)
         return item
 

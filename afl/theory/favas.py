@@ -28,12 +28,11 @@ AsyncSGD's ``C`` depend on the queueing regime (the paper's App. C.2, not in our
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 from typing import Sequence
 
 import numpy as np
 
-from afl.errors import ParameterError, check, check_choice
+from afl.errors import ParameterError, check, check_choice, check_int, check_real
 
 __all__ = [
     "MODES",
@@ -60,33 +59,18 @@ PMF_TOL = 1e-9
 
 
 # --------------------------------------------------------------------------------------------- argument checks
-def _real(name: str, value, low: float | None = None, strict: bool = False) -> float:
-    if low is None:
-        allowed = "a finite real number"
-    else:
-        allowed = f"a finite real number {'>' if strict else '>='} {low:g}"
-    ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
-    check(ok, name, value, allowed)
-    if low is not None:
-        check(value > low if strict else value >= low, name, value, allowed)
-    return float(value)
-
-
-def _int(name: str, value, low: int, high: int | None = None) -> int:
-    allowed = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
-    ok = isinstance(value, Integral) and not isinstance(value, bool)
-    check(ok, name, value, allowed)
-    check(value >= low and (high is None or value <= high), name, value, allowed)
-    return int(value)
+def _floats(name: str, value, allowed: str) -> np.ndarray:
+    """``value`` as a float array, or :class:`ParameterError` when numpy cannot read it as numbers."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(name, value, allowed) from None
 
 
 def _pmf(pmf, name: str = "pmf") -> np.ndarray:
     """A 1-D array of finite non-negative numbers summing to 1 (within ``PMF_TOL``)."""
     allowed = f"a 1-D sequence of non-negative probabilities P(E=0), P(E=1), ... summing to 1 (tolerance {PMF_TOL:g})"
-    try:
-        p = np.asarray(pmf, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(name, pmf, allowed) from None
+    p = _floats(name, pmf, allowed)
     check(p.ndim == 1 and p.size >= 1, name, pmf, allowed)
     check(bool(np.all(np.isfinite(p))) and bool(np.all(p >= 0)), name, pmf, allowed)
     check(abs(float(p.sum()) - 1.0) <= PMF_TOL, name, pmf, allowed)
@@ -95,19 +79,22 @@ def _pmf(pmf, name: str = "pmf") -> np.ndarray:
 
 def _a_vector(a, n: int) -> np.ndarray:
     allowed = f"a 1-D sequence of {n} finite positive numbers (a^1..a^n of Theorem 3)"
-    try:
-        arr = np.asarray(a, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError("a", a, allowed) from None
+    arr = _floats("a", a, allowed)
     check(arr.ndim == 1 and arr.size == n, "a", a, allowed)
     check(bool(np.all(np.isfinite(arr))) and bool(np.all(arr > 0)), "a", a, allowed)
     return arr
 
 
 def _n_s(n, s) -> tuple[int, int]:
-    n = _int("n", n, 1)
-    s = _int("s", s, 1, n)
+    n = check_int("n", n, 1)
+    s = check_int("s", s, 1, n)
     return n, s
+
+
+def _assumptions(L, F, sigma2, G2, B2, b) -> tuple[float, ...]:
+    """Theorem 3's constants: ``L > 0`` (A2), ``F, σ², G² >= 0`` (A3, A4), ``B² >= 1`` (A4) and ``b > 0``."""
+    return (check_real("L", L, 0.0, strict_low=True), check_real("F", F, 0.0), check_real("sigma2", sigma2, 0.0),
+            check_real("G2", G2, 0.0), check_real("B2", B2, 1.0), check_real("b", b, 0.0, strict_low=True))
 
 
 # --------------------------------------------------------------------------------------------- reweighting
@@ -116,7 +103,7 @@ def truncated_moments(pmf, K: int) -> dict:
 
     Returns ``{"p_pos": P(E > 0), "m1": E[E∧K], "m2": E[(E∧K)^2], "inv": E[1(E>0) / (E∧K)]}``.
     """
-    K = _int("K", K, 1)
+    K = check_int("K", K, 1)
     p = _pmf(pmf)
     e = np.arange(p.size)
     x = np.minimum(e, K).astype(float)
@@ -143,10 +130,10 @@ def alpha(pmf, K: int, mode: str, e: int | None = None) -> float:
     check(mom["p_pos"] > 0, "pmf", pmf, "a distribution with P(E > 0) > 0 (alpha would be 0)")
     if mode == "deterministic":
         if e is not None:
-            _int("e", e, 0)
+            check_int("e", e, 0)
         return mom["m1"]
     check(e is not None, "e", e, "the observed number of local steps (an integer >= 0) for mode='stochastic'")
-    e = _int("e", e, 0)
+    e = check_int("e", e, 0)
     return mom["p_pos"] * min(e, int(K))
 
 
@@ -166,7 +153,7 @@ def reweight_constants(pmfs: Sequence, K: int, mode: str) -> dict:
     (stochastic).
     """
     check_choice("mode", mode, MODES)
-    K = _int("K", K, 1)
+    K = check_int("K", K, 1)
     check(isinstance(pmfs, (list, tuple, np.ndarray)) and len(pmfs) >= 1, "pmfs", pmfs,
           "a non-empty sequence of per-client pmfs")
     a = np.empty(len(pmfs))
@@ -196,11 +183,11 @@ def kappa(n: int, s: int) -> float:
 # --------------------------------------------------------------------------------------------- Theorem 3
 def max_step_size(s: int, K: int, L: float, B2: float, b: float) -> float:
     """Theorem 3's step-size condition: ``η <= 1 / (20 B² b K L s)``."""
-    s = _int("s", s, 1)
-    K = _int("K", K, 1)
-    L = _real("L", L, 0.0, strict=True)
-    B2 = _real("B2", B2, 1.0)
-    b = _real("b", b, 0.0, strict=True)
+    s = check_int("s", s, 1)
+    K = check_int("K", K, 1)
+    L = check_real("L", L, 0.0, strict_low=True)
+    B2 = check_real("B2", B2, 1.0)
+    b = check_real("b", b, 0.0, strict_low=True)
     return 1.0 / (20.0 * B2 * b * K * L * s)
 
 
@@ -215,16 +202,11 @@ def theorem3_terms(T: int, eta: float, n: int, s: int, K: int, L: float, F: floa
     ``eta`` raises :class:`ParameterError` naming ``eta``; with ``False`` the formula is evaluated anyway and
     ``step_size_ok`` tells whether the theorem applies.
     """
-    T = _int("T", T, 1)
+    T = check_int("T", T, 1)
     n, s = _n_s(n, s)
-    K = _int("K", K, 1)
-    eta = _real("eta", eta, 0.0, strict=True)
-    L = _real("L", L, 0.0, strict=True)
-    F = _real("F", F, 0.0)
-    sigma2 = _real("sigma2", sigma2, 0.0)
-    G2 = _real("G2", G2, 0.0)
-    B2 = _real("B2", B2, 1.0)
-    b = _real("b", b, 0.0, strict=True)
+    K = check_int("K", K, 1)
+    eta = check_real("eta", eta, 0.0, strict_low=True)
+    L, F, sigma2, G2, B2, b = _assumptions(L, F, sigma2, G2, B2, b)
     a = _a_vector(a, n)
     eta_max = max_step_size(s, K, L, B2, b)
     ok = eta <= eta_max * (1 + 1e-12)
@@ -252,15 +234,10 @@ def corollary4_steps(eps: float, n: int, s: int, K: int, L: float, F: float, sig
         F L (σ²/n Σ a^i + 8 G² b) / ε²
           + (n+1) ( F L² (K² σ² + L² K² G² + s² σ²/n Σ a^i + s² G² b)^{1/2} / (s ε^{3/2})  +  F B² K L b / ε )
     """
-    eps = _real("eps", eps, 0.0, strict=True)
+    eps = check_real("eps", eps, 0.0, strict_low=True)
     n, s = _n_s(n, s)
-    K = _int("K", K, 1)
-    L = _real("L", L, 0.0, strict=True)
-    F = _real("F", F, 0.0)
-    sigma2 = _real("sigma2", sigma2, 0.0)
-    G2 = _real("G2", G2, 0.0)
-    B2 = _real("B2", B2, 1.0)
-    b = _real("b", b, 0.0, strict=True)
+    K = check_int("K", K, 1)
+    L, F, sigma2, G2, B2, b = _assumptions(L, F, sigma2, G2, B2, b)
     A = float(_a_vector(a, n).mean())
     first = F * L * (sigma2 * A + 8.0 * G2 * b) / eps**2
     root = math.sqrt(K**2 * sigma2 + L**2 * K**2 * G2 + s**2 * sigma2 * A + s**2 * G2 * b)
@@ -271,8 +248,9 @@ def corollary4_steps(eps: float, n: int, s: int, K: int, L: float, F: float, sig
 
 # --------------------------------------------------------------------------------------------- Table 1
 def _common(eps, F, L, sigma2, G2, C):
-    return (_real("eps", eps, 0.0, strict=True), _real("F", F, 0.0), _real("L", L, 0.0, strict=True),
-            _real("sigma2", sigma2, 0.0), _real("G2", G2, 0.0), _real("C", C, 0.0, strict=True))
+    return (check_real("eps", eps, 0.0, strict_low=True), check_real("F", F, 0.0),
+            check_real("L", L, 0.0, strict_low=True), check_real("sigma2", sigma2, 0.0), check_real("G2", G2, 0.0),
+            check_real("C", C, 0.0, strict_low=True))
 
 
 def table1_fedavg(eps: float, F: float, L: float, sigma2: float, G2: float, B2: float, K: int, s: int, n: int, *,
@@ -290,10 +268,10 @@ def table1_fedavg(eps: float, F: float, L: float, sigma2: float, G2: float, B2: 
     to 1, which gives server rounds; see :func:`c_fedavg`.
     """
     eps, F, L, sigma2, G2, C = _common(eps, F, L, sigma2, G2, C)
-    B2 = _real("B2", B2, 1.0)
-    K = _int("K", K, 1)
+    B2 = check_real("B2", B2, 1.0)
+    K = check_int("K", K, 1)
     n, s = _n_s(n, s)
-    av = float(s) if a_fedavg is None else _real("a_fedavg", a_fedavg, 0.0)
+    av = float(s) if a_fedavg is None else check_real("a_fedavg", a_fedavg, 0.0)
     G = math.sqrt(G2)
     bracket = ((F * L * sigma2 + (1.0 - av / n) * K * G2) / (s * K) * eps**-2
                + F * math.sqrt(L) * G * eps**-1.5 + L * F * B2 / eps)
@@ -311,7 +289,7 @@ def table1_fedbuff(eps: float, F: float, L: float, sigma2: float, G2: float, n: 
     """
     eps, F, L, sigma2, G2, C = _common(eps, F, L, sigma2, G2, C)
     n, s = _n_s(n, s)
-    tau_max = _real("tau_max", tau_max, 0.0)
+    tau_max = check_real("tau_max", tau_max, 0.0)
     bracket = (F * L * (sigma2 + G2) * eps**-2
                + F * L * math.sqrt((tau_max / s**2 + 1.0) * (sigma2 + n * G2)) * eps**-1.5
                + F * L / eps)
@@ -325,9 +303,9 @@ def table1_asyncsgd(eps: float, F: float, L: float, sigma2: float, G2: float, s:
         ( F L (3σ² + 4G²) ε^-2  +  F L G (s τ_avg)^{1/2} ε^-3/2  +  (s τ_max F)^{1/2} ε^-1 ) · C_AsyncSGD
     """
     eps, F, L, sigma2, G2, C = _common(eps, F, L, sigma2, G2, C)
-    s = _int("s", s, 1)
-    tau_avg = _real("tau_avg", tau_avg, 0.0)
-    tau_max = _real("tau_max", tau_max, 0.0)
+    s = check_int("s", s, 1)
+    tau_avg = check_real("tau_avg", tau_avg, 0.0)
+    tau_max = check_real("tau_max", tau_max, 0.0)
     G = math.sqrt(G2)
     bracket = (F * L * (3.0 * sigma2 + 4.0 * G2) * eps**-2
                + F * L * G * math.sqrt(s * tau_avg) * eps**-1.5
@@ -346,10 +324,10 @@ def table1_quafl(eps: float, F: float, L: float, sigma2: float, G2: float, B2: f
     :func:`c_server_clock`); ``C`` defaults to 1. The last term has ``B`` (not ``B²``) as printed: ``B = sqrt(B2)``.
     """
     eps, F, L, sigma2, G2, C = _common(eps, F, L, sigma2, G2, C)
-    B = math.sqrt(_real("B2", B2, 1.0))
-    K = _int("K", K, 1)
+    B = math.sqrt(check_real("B2", B2, 1.0))
+    K = check_int("K", K, 1)
     n, s = _n_s(n, s)
-    E = _real("E", E, 0.0, strict=True)
+    E = check_real("E", E, 0.0, strict_low=True)
     v = sigma2 + 2.0 * K * G2
     nn = n * math.sqrt(n)
     bracket = (F * L * K * v / E**2 * eps**-2
@@ -368,10 +346,10 @@ def table1_favas(eps: float, F: float, L: float, sigma2: float, G2: float, B2: f
     Printed without a ``C`` factor (fixed server-step duration, :func:`c_server_clock`); ``C`` defaults to 1.
     """
     eps, F, L, sigma2, G2, C = _common(eps, F, L, sigma2, G2, C)
-    B2 = _real("B2", B2, 1.0)
-    K = _int("K", K, 1)
+    B2 = check_real("B2", B2, 1.0)
+    K = check_int("K", K, 1)
     n, s = _n_s(n, s)
-    b = _real("b", b, 0.0, strict=True)
+    b = check_real("b", b, 0.0, strict_low=True)
     A = float(_a_vector(a, n).mean())
     root = math.sqrt(K**2 * sigma2 + L**2 * K**2 * G2 + s**2 * sigma2 * A + s**2 * G2 * b)
     bracket = (F * L * (sigma2 * A + 8.0 * G2 * b) * eps**-2
@@ -397,9 +375,9 @@ def c_server_clock(interaction_time: float, waiting_time: float = 0.0, bits: int
     QuAFL simulator FAVAS builds on, ``server.time += server_interaction_time + server_waiting_time`` per step, and
     the notebooks scale the interaction time by ``bits/32`` for quantized exchanges (e.g. 10 → 4.375 for 14 bits).
     """
-    it = _real("interaction_time", interaction_time, 0.0)
-    wt = _real("waiting_time", waiting_time, 0.0)
-    bits = _int("bits", bits, 1, 32)
+    it = check_real("interaction_time", interaction_time, 0.0)
+    wt = check_real("waiting_time", waiting_time, 0.0)
+    bits = check_int("bits", bits, 1, 32)
     return it * bits / 32.0 + wt
 
 
@@ -429,16 +407,16 @@ def c_fedavg(K: int, s: int, n_fast: int, n_slow: int, mean_fast: float = 2.0, m
     exactly over the hypergeometric number of slow clients and by Simpson integration of
     ``∫ (1 − F_slow(x)^j F_fast(x)^{s−j}) dx``.
     """
-    K = _int("K", K, 1)
-    n_fast = _int("n_fast", n_fast, 0)
-    n_slow = _int("n_slow", n_slow, 0)
+    K = check_int("K", K, 1)
+    n_fast = check_int("n_fast", n_fast, 0)
+    n_slow = check_int("n_slow", n_slow, 0)
     n = n_fast + n_slow
     check(n >= 1, "n_fast", n_fast, "n_fast + n_slow >= 1")
-    s = _int("s", s, 1, n)
-    mf = _real("mean_fast", mean_fast, 0.0, strict=True)
-    ms = _real("mean_slow", mean_slow, 0.0, strict=True)
-    it = _real("interaction_time", interaction_time, 0.0)
-    grid = _int("grid", grid, 101)
+    s = check_int("s", s, 1, n)
+    mf = check_real("mean_fast", mean_fast, 0.0, strict_low=True)
+    ms = check_real("mean_slow", mean_slow, 0.0, strict_low=True)
+    it = check_real("interaction_time", interaction_time, 0.0)
+    grid = check_int("grid", grid, 101)
     if grid % 2 == 0:
         grid += 1
     mmax = max(mf if n_fast else 0.0, ms if n_slow else 0.0)
