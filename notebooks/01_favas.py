@@ -36,7 +36,8 @@
 #
 # This notebook: (1) the picture of who computes what, and why dividing by `α^i` removes the bias; (2) a quick
 # seeded experiment; (3) its knobs; (4) our paper-scale Table 2 beside the paper's; (5) the theory (Lemma 2,
-# Theorem 3, Table 1). Set `AFL_DATA` to the data mirror; `AFL_QUICK=1` (CI) keeps every cell quick.
+# Theorem 3, Table 1). Set `AFL_DATA` to the data mirror. Every cell is quick (about half a minute in all on two
+# CPU cores, seeded); paper-scale numbers are only read from `results/`.
 
 # %%
 import json
@@ -199,8 +200,8 @@ assert final["favas"] > final["quafl"]  # held for seeds 0-9 in this setting, by
 # ## 3. The knobs
 #
 # Move `s`, `K`, the fraction of fast clients and FAVAS's reweighting mode; the second method is drawn beside
-# FAVAS. Each change trains two models on `n = 20` clients for 1000 simulated time units (a few seconds). Try the
-# exercises at the end.
+# FAVAS. Each change trains two models on `n = 20` clients for 1000 simulated time units: a few seconds, more for
+# large `s` and `K`. Try the exercises at the end.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -213,9 +214,9 @@ def compute_knobs(s=4, K=10, fast_fraction=2 / 3, mode="deterministic", other="q
     for method in ("favas", other):
         fed = make_federation(mnist, cfg.model, n, "shards", batch_size=cfg.batch, slow_fraction=1 - fast_fraction,
                               seed=seed)
-        out = run_algorithm(method, fed, **cfg.run_kwargs(method))
-        out.pop("schedule"), out.pop("model")
-        runs.append(out | {"method": f"favas ({mode})" if method == "favas" else method})
+        res = run_algorithm(method, fed, **cfg.run_kwargs(method))
+        res.pop("schedule"), res.pop("model")
+        runs.append(res | {"method": f"favas ({mode})" if method == "favas" else method})
     prof = two_speed(n, slow_fraction=1 - fast_fraction, seed=seed)
     alphas = {name: truncated_steps_stats(contact_steps_pmf(prof.step_times[c], K, n, s, cfg.server_interval))
               for c, name in enumerate(prof.names) if prof.counts()[name] > 0}
@@ -225,8 +226,10 @@ def compute_knobs(s=4, K=10, fast_fraction=2 / 3, mode="deterministic", other="q
 def plot_knobs(data):
     cfg = data["cfg"]
     alphas = "; ".join(f"{c}: E[E∧K] = {m1:.2f}, P(E>0) = {p:.3f}" for c, (m1, p) in data["alphas"].items())
-    return plot_accuracy(data["runs"], title=f"n = {cfg.n}, s = {cfg.s}, K = {cfg.K}, fast/slow clients = "
-                         f"{data['counts']['fast']}/{data['counts']['slow']}\n{alphas}")
+    ax = plot_accuracy(data["runs"], title=f"n = {cfg.n}, s = {cfg.s}, K = {cfg.K}, fast/slow clients = "
+                       f"{data['counts']['fast']}/{data['counts']['slow']}\n{alphas}")
+    ax.title.set_fontsize(9)
+    return ax
 
 
 controls = {
@@ -340,7 +343,8 @@ def plot_kappa(data, ax=None):
 kap = compute_kappa()
 plot_kappa(kap)
 plt.show()
-print(f"kappa(100, 20) = {kappa(100, 20):.5f}; maximum {kap['kappa'].max():.5f} at s = {kap['s'][kap['kappa'].argmax()]}")
+best = kap["kappa"].argmax()
+print(f"kappa(100, 20) = {kappa(100, 20):.5f}; maximum {kap['kappa'][best]:.5f} at s = {kap['s'][best]}")
 assert abs(kappa(100, 20) - 0.00377) < 1e-5 and kappa(100, 100) == 0.0
 
 # %% [markdown]
