@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from .data import load_dataset
-from .engine import LocalSGD, sgd_steps_flops
+from .engine import LocalSGD, sgd_step_flops
 from .errors import check_choice
 from .jobs import JobQueue
 from .models import build_model
@@ -136,7 +136,7 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
         per_client = len(dataset.train_y) // max(clients, 100)
         order = rng.permutation(len(dataset.train_y))
         parts = [torch.from_numpy(order[c * per_client:(c + 1) * per_client]) for c in range(clients)]
-        flops = sgd_steps_flops(copy.deepcopy(module), dataset.inputs(dataset.train_x[:1].cpu())[0], batch)
+        flops = sgd_step_flops(copy.deepcopy(module), dataset.inputs(dataset.train_x[:1].cpu())[0], batch)
         eng = engine_steps_per_s(module, dataset, parts, steps, batch, lr)
         ref = reference_steps_per_s(module, dataset, parts[:min(clients, 20)], steps, batch, lr) if reference else None
         rows.append({

@@ -1,7 +1,8 @@
 """Vectorized local SGD: many clients' local training at once (DESIGN.md, "The fast path").
 
 A client's local result depends only on its start parameters, its mini-batch stream and its number of
-steps. :class:`LocalSGD` runs C such clients together: their parameters are one ``(C, P)`` tensor, the
+steps. :class:`LocalSGD` runs C such clients together: their parameters are stacked on a leading client
+axis (one ``(C, P)`` tensor at the interface, one ``(C, *shape)`` tensor per parameter inside), the
 model's forward is ``torch.func.vmap``-ed over the client axis, and the gradient of the *sum* of the
 clients' mean losses w.r.t. that tensor is exactly the stack of per-client gradients (clients share no
 parameters). Each step updates
@@ -249,7 +250,7 @@ class LocalSGD:
         return {k: v[0] for k, v in out.items()} if single else out
 
 
-def sgd_steps_flops(module: nn.Module, sample: Tensor, batch_size: int) -> int:
+def sgd_step_flops(module: nn.Module, sample: Tensor, batch_size: int) -> int:
     """FLOPs of one SGD step (forward + backward) of one client on ``batch_size`` samples."""
     from torch.utils.flop_counter import FlopCounterMode
     x = sample.unsqueeze(0).expand(batch_size, *sample.shape).contiguous()

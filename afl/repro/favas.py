@@ -233,6 +233,8 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     rows = table2(runs)
     command = "afl repro " + experiment + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
     result = {"experiment": experiment, "command": command, "quick": quick, "machine": _machine(device),
+              "resumed_runs": len({(r["split"], r["method"], r["seed"]) for r in done} &
+                                  {(r["split"], r["method"], r["seed"]) for r in runs}),
               "config": asdict(cfg) | {"seeds": seeds or cfg.seeds}, "rows": rows,
               "paper": {m: {s: {"mean": v[0], "std": v[1]} for s, v in d.items()} for m, d in PAPER_TABLE2.items()}
               if experiment == "favas-table2" else None,
@@ -241,7 +243,9 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     paths[0].write_text(json.dumps(result, indent=1))
     md = [f"# {experiment}", "", f"Command: `{command}`", "", f"Machine: {result['machine']}", "",
           f"Seeds: {seeds or cfg.seeds}. Final accuracy (%) at simulated time {cfg.total_time:g}, mean ± std over seeds."
-          + (" QUICK setting: not comparable with the paper's numbers." if quick or overrides else ""),
+          + (" QUICK setting: not comparable with the paper's numbers." if quick or overrides else "")
+          + (f" {result['resumed_runs']} of the {len(runs)} runs were read back from `{partial.name}` (`--resume`);"
+             " the same command recomputes them identically." if result["resumed_runs"] else ""),
           "", table2_markdown(rows) if experiment == "favas-table2" else _final_table(rows), "",
           "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
           "|---|---|---|---|---|---|---|---|"]
