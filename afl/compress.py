@@ -47,7 +47,6 @@ Time: the QuAFL notebooks model a quantized exchange as lasting ``bits / 32`` of
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch

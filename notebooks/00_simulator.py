@@ -34,7 +34,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from afl.sim import (ConstantRate, Exponential, HalfNormal, ShiftedExponential, contact_steps_pmf,
-                     plot_class_shares, plot_step_time_cdfs, plot_steps_histogram, plot_timeline,
+                     plot_step_time_cdfs, plot_steps_histogram, plot_timeline,
                      rate_for_concurrency, simulate_async_schedule, simulate_buffered_schedule,
                      simulate_sync_schedule, truncated_steps_stats, two_speed)
 from afl.sim.demo import compute_straggler_demo, plot_straggler_demo, quick

@@ -4,28 +4,15 @@ The replay trains every contacted client with a fresh model copy and ``torch.opt
 QuAFL code's rules: uploads decoded with the server's ``w_{t-1}`` as key, one broadcast ``Q(w_{t-1})`` decoded
 by each client with its own local model as key, server average and client mixing on the decoded values.
 """
-import copy
-
 import pytest
 import torch
-from torch import nn
 
-from afl.algorithms import make_federation, run_algorithm
+from afl.algorithms import run_algorithm
 from afl.compress import Identity, LatticeQuantizer, make_quantizer
-from afl.data import make_synthetic
-from afl.engine import FlatModel
 from afl.errors import ParameterError
-from afl.models import build_model
-from afl.streams import ClientStreams
+from reference import K, LR, N, S, Reference, federation, server_steps
 
-N, S, K, B, SEED, LR = 6, 2, 3, 4, 5, 0.2
-DATA = make_synthetic(n_train=240, n_test=60, shape=(1, 4, 4), num_classes=4, seed=1)
 RUN = dict(K=K, lr=LR, total_time=60.0, eval_every=20.0, s=S, server_interval=7.0)
-
-
-def federation():
-    return make_federation(DATA, "mlp32", N, "shards", batch_size=B, seed=SEED, slow_fraction=0.5,
-                           partition_kw={"classes_per_client": 2}, model_kw={"in_features": 16})
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -45,43 +32,21 @@ def base():
     return out
 
 
-def groups(contacts):
-    out = []
-    for c in contacts:
-        if out and out[-1][0].time == c.time:
-            out[-1].append(c)
-        else:
-            out.append([c])
-    return out
-
-
 def replay(out, fed, quantizer):
     """The server model QuAFL should end at, given the run's contacts (who, when, how many steps)."""
-    module = build_model("mlp32", num_classes=4, seed=SEED, in_features=16)
-    flat = FlatModel(module)
-    streams = ClientStreams(fed.queue.streams.parts, B, seed=SEED)
-
-    def train(start, batches, steps, lr):
-        m = copy.deepcopy(module)
-        flat.load_into(start, m)
-        opt = torch.optim.SGD(m.parameters(), lr=lr)
-        for q in range(steps):
-            opt.zero_grad()
-            nn.functional.cross_entropy(m(DATA.train_x[batches[q]]), DATA.train_y[batches[q]]).backward()
-            opt.step()
-        return flat.flatten(m)
-
+    ref = Reference(fed)
     send = (lambda x, key: x) if quantizer is None else quantizer.roundtrip
     w = fed.init.clone()
     starts = {c: w.clone() for c in range(N)}
-    batches = {c: streams.take(c, K) for c in range(N)}
-    for group in groups(out["schedule"].contacts):
-        local = {c.client: train(starts[c.client], batches[c.client], c.steps, LR * (S + 1) / S) for c in group}
+    batches = {c: ref.streams.take(c, K) for c in range(N)}
+    for group in server_steps(out["schedule"].contacts):
+        local = {c.client: ref.train(starts[c.client], batches[c.client], c.steps, LR * (S + 1) / S)
+                 for c in group}
         w_new = (w + sum(send(local[c.client], w) for c in group)) / (S + 1)       # server decodes with w_{t-1}
         for c in group:
             received = send(w, local[c.client])                                     # client decodes with w^i
             starts[c.client] = (received + S * local[c.client]) / (S + 1)
-            batches[c.client] = streams.take(c.client, K)
+            batches[c.client] = ref.streams.take(c.client, K)
         w = w_new
     return w
 

@@ -5,8 +5,6 @@
 """
 from __future__ import annotations
 
-import torch
-
 from ..data import load_dataset, partition as make_partition
 from ..engine import LocalSGD
 from ..compress import make_quantizer, quantized_interval

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time as _wall
 from dataclasses import dataclass, field
 
-import torch
 from torch import Tensor
 
 from ..engine import LocalSGD

@@ -1,0 +1,56 @@
+"""A tiny seeded federation and a plain-loop trainer, shared by the algorithm tests.
+
+The trainer is the oracle the fast path is checked against: a fresh model copy and ``torch.optim.SGD`` per
+client, its mini-batches replayed from the same per-client streams.
+"""
+import copy
+
+import torch
+from torch import nn
+
+from afl.algorithms import make_federation
+from afl.data import make_synthetic
+from afl.engine import FlatModel
+from afl.models import build_model
+from afl.streams import ClientStreams
+
+N, S, K, B, SEED, LR = 6, 2, 3, 4, 5, 0.2
+DATA = make_synthetic(n_train=240, n_test=60, shape=(1, 4, 4), num_classes=4, seed=1)
+RUN = dict(K=K, lr=LR, total_time=60.0, eval_every=20.0, s=S, server_interval=7.0, server_time=3.0, Z=2)
+
+
+def federation(partition="shards"):
+    return make_federation(DATA, "mlp32", N, partition, batch_size=B, seed=SEED, slow_fraction=0.5,
+                           partition_kw={"classes_per_client": 2} if partition == "shards" else None,
+                           model_kw={"in_features": 16})
+
+
+class Reference:
+    """Plain per-client training: deep copies and torch.optim.SGD, batches replayed from the client streams."""
+
+    def __init__(self, fed):
+        self.module = build_model("mlp32", num_classes=4, seed=SEED, in_features=16)
+        self.flat = FlatModel(self.module)
+        self.streams = ClientStreams(fed.queue.streams.parts, B, seed=SEED)
+
+    def train(self, start, batches, steps, lr):
+        m = copy.deepcopy(self.module)
+        self.flat.load_into(start, m)
+        opt = torch.optim.SGD(m.parameters(), lr=lr)
+        for q in range(steps):
+            idx = batches[q]
+            opt.zero_grad()
+            nn.functional.cross_entropy(m(DATA.train_x[idx]), DATA.train_y[idx]).backward()
+            opt.step()
+        return self.flat.flatten(m)
+
+
+def server_steps(contacts):
+    """Contacts grouped by server step (consecutive contacts at the same time)."""
+    groups = []
+    for c in contacts:
+        if groups and groups[-1][0].time == c.time:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    return groups
