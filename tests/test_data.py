@@ -195,11 +195,13 @@ def test_missing_file_message(tmp_path, tmp_cache, monkeypatch):
 
 
 def test_failed_download_is_reported(tmp_path, tmp_cache, monkeypatch):
+    """Downloads allowed by the environment; the fetcher is replaced by one that fails (no network use)."""
     def boom(source, roots):
         raise OSError("network unreachable")
     monkeypatch.setattr(files, "_download", boom)
+    monkeypatch.setenv("AFL_DOWNLOAD", "1")
     with pytest.raises(DataMissingError, match="download failed: OSError: network unreachable"):
-        load_dataset("cifar100", root=tmp_path, download=True)
+        load_dataset("cifar100", root=tmp_path)
 
 
 def test_search_order(tmp_path, tmp_cache, monkeypatch):

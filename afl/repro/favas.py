@@ -166,16 +166,18 @@ def table2(runs: list[dict]) -> dict:
             for m, d in rows.items()}
 
 
-def table2_markdown(rows: dict) -> str:
-    """Our Table 2 beside the paper's (labelled as reference)."""
+def table2_markdown(rows: dict, reference: dict | None = PAPER_TABLE2) -> str:
+    """Our final accuracies (mean ± std) per method and split, each beside the paper's (``reference``)."""
     splits = list(next(iter(rows.values())))
-    head = "| method | " + " | ".join(f"{s} (ours)" + f" | {s} (paper)" for s in splits) + " |"
-    lines = [head, "|" + "---|" * (1 + 2 * len(splits))]
+    cols = [c for s in splits for c in ([f"{s} (ours)", f"{s} (paper)"] if reference else [s])]
+    lines = ["| method | " + " | ".join(cols) + " |", "|" + "---|" * (1 + len(cols))]
     for m, d in rows.items():
         cells = []
         for s in splits:
-            p = PAPER_TABLE2.get(m, {}).get(s)
-            cells += [f"{d[s]['mean']:.1f} ± {d[s]['std']:.1f}", f"{p[0]} ± {p[1]}" if p else "–"]
+            cells.append(f"{d[s]['mean']:.1f} ± {d[s]['std']:.1f}")
+            if reference:
+                p = reference.get(m, {}).get(s)
+                cells.append(f"{p[0]} ± {p[1]}" if p else "–")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -246,7 +248,7 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
           + (" QUICK setting: not comparable with the paper's numbers." if quick or overrides else "")
           + (f" {result['resumed_runs']} of the {len(runs)} runs were read back from `{partial.name}` (`--resume`);"
              " the same command recomputes them identically." if result["resumed_runs"] else ""),
-          "", table2_markdown(rows) if experiment == "favas-table2" else _final_table(rows), "",
+          "", table2_markdown(rows, PAPER_TABLE2 if experiment == "favas-table2" else None), "",
           "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
           "|---|---|---|---|---|---|---|---|"]
     md += [f"| {r['method']} | {r['split']} | {r['seed']} | {100 * r['final_accuracy']:.1f} | {r['client_steps']} | "
@@ -267,13 +269,6 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     plt.close(fig)
     partial.unlink(missing_ok=True)
     return paths
-
-
-def _final_table(rows: dict) -> str:
-    lines = ["| method | " + " | ".join(next(iter(rows.values()))) + " |", "|---" * (1 + len(next(iter(rows.values())))) + "|"]
-    for m, d in rows.items():
-        lines.append(f"| {m} | " + " | ".join(f"{v['mean']:.1f} ± {v['std']:.1f}" for v in d.values()) + " |")
-    return "\n".join(lines)
 
 
 def _machine(device: str) -> str:
