@@ -22,8 +22,9 @@ from .jobs import JobQueue
 from .models import build_model
 from .streams import ClientStreams
 
-#: model -> (dataset, batch size) of the benchmark settings in issue 2.
-SETTINGS = {"mlp32": ("mnist", 128), "mlp200": ("mnist", 128), "cnn-cifar": ("cifar10-jpeg", 64)}
+#: model -> (dataset, batch size) of the benchmark settings.
+SETTINGS = {"mlp32": ("mnist", 128), "mlp200": ("mnist", 128), "cnn-cifar": ("cifar10-jpeg", 64),
+            "resnet20": ("cifar10-jpeg", 64)}
 
 
 def matmul_peak_gflops(device: torch.device, n: int = 2048, seconds: float = 1.0) -> float:
@@ -103,9 +104,9 @@ def reference_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: 
 
 
 def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int, lr: float,
-                       repeats: int = 3) -> float:
-    """Client-steps per second of the vectorized engine (best of ``repeats`` runs after a warm-up)."""
-    engine = LocalSGD(module, dataset, batch)
+                       repeats: int = 3, strategy: str = "auto") -> tuple[float, str]:
+    """Client-steps per second of the engine (best of ``repeats`` runs after a warm-up), and its strategy."""
+    engine = LocalSGD(module, dataset, batch, strategy=strategy)
     start = engine.model.flatten().to(engine.device)
     queue = JobQueue(engine, ClientStreams(parts, batch, seed=0))
     best = float("inf")
@@ -117,12 +118,14 @@ def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int
         _sync(engine.device)
         if r:   # the first run warms up allocators and kernels
             best = min(best, time.perf_counter() - t0)
-    return len(parts) * steps / best
+    return len(parts) * steps / best, engine.strategy.name
 
 
 def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, device: str = "cpu",
-                    root: str | None = None, reference: bool = True, lr: float = 0.05) -> list[dict]:
-    """One result dict per model (see module docstring for what is measured)."""
+                    root: str | None = None, reference: bool = True, lr: float = 0.05,
+                    strategy: str = "auto") -> list[dict]:
+    """One result dict per model (see module docstring for what is measured); ``strategy`` as in
+    :class:`afl.engine.LocalSGD` (``"auto"``: the engine's choice for the device and model)."""
     dev = torch.device(device)
     peak = matmul_peak_gflops(dev)
     rows = []
@@ -137,10 +140,11 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
         order = rng.permutation(len(dataset.train_y))
         parts = [torch.from_numpy(order[c * per_client:(c + 1) * per_client]) for c in range(clients)]
         flops = sgd_step_flops(copy.deepcopy(module), dataset.inputs(dataset.train_x[:1].cpu())[0], batch)
-        eng = engine_steps_per_s(module, dataset, parts, steps, batch, lr)
+        eng, used = engine_steps_per_s(module, dataset, parts, steps, batch, lr, strategy=strategy)
         ref = reference_steps_per_s(module, dataset, parts[:min(clients, 20)], steps, batch, lr) if reference else None
         rows.append({
-            "model": name, "dataset": data_name, "device": str(dev), "threads": torch.get_num_threads(),
+            "model": name, "dataset": data_name, "device": str(dev), "strategy": used,
+            "threads": torch.get_num_threads(),
             "clients": clients, "steps": steps, "batch": batch,
             "reference_steps_per_s": ref, "engine_steps_per_s": eng,
             "speedup": eng / ref if ref else None,

@@ -17,6 +17,19 @@ def _models(args) -> None:
         print(f"{r['name']:<12} {r['parameters']:>12,}  {str(r['input_shape']):<14} {r['source']}")
 
 
+def _algorithms(args) -> None:
+    from dataclasses import fields
+    from .algorithms import REGISTRY
+    rows = [{"name": a.name, "summary": a.summary,
+             "settings": {f.name: f.default for f in fields(a.settings)}} for a in REGISTRY.values()]
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+        return
+    for r in rows:
+        print(f"{r['name']}: {r['summary']}")
+        print("    " + ", ".join(f"{k}={v!r}" for k, v in r["settings"].items()))
+
+
 def _data(args) -> None:
     from .data import load_dataset
     for name in args.names:
@@ -30,7 +43,7 @@ def _bench(args) -> None:
     rows = []
     for clients in args.clients:
         rows += bench_local_sgd(args.models, clients=clients, steps=args.steps, device=args.device,
-                                root=args.root, reference=not args.no_reference)
+                                root=args.root, reference=not args.no_reference, strategy=args.strategy)
     if args.json:
         for row in rows:
             print(json.dumps(row))
@@ -38,7 +51,7 @@ def _bench(args) -> None:
     for r in rows:
         ref = f"{r['reference_steps_per_s']:.0f}" if r["reference_steps_per_s"] else "-"
         spd = f"{r['speedup']:.0f}x" if r["speedup"] else "-"
-        print(f"{r['model']:<10} {r['device']:<5} C={r['clients']:<5} reference {ref:>6} steps/s  "
+        print(f"{r['model']:<10} {r['device']:<5} {r['strategy']:<5} C={r['clients']:<5} reference {ref:>6} steps/s  "
               f"engine {r['engine_steps_per_s']:>8.0f} steps/s  speedup {spd:>6}  "
               f"{r['engine_gflops']:.1f} GFLOP/s = {100 * r['fraction_of_peak']:.0f}% of "
               f"{r['peak_gflops']:.0f} peak")
@@ -67,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_models)
 
+    a = sub.add_parser("algorithms", help="list the registered algorithms with their settings and defaults")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=_algorithms)
+
     d = sub.add_parser("data", help="verify or download datasets")
     d.add_argument("action", choices=["verify", "download"])
     d.add_argument("names", nargs="+")
@@ -75,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks that print measured figures")
     b.add_argument("what", choices=["local-sgd"])
-    b.add_argument("--models", nargs="+", default=["mlp32", "mlp200", "cnn-cifar"])
+    b.add_argument("--models", nargs="+", default=["mlp32", "mlp200", "cnn-cifar", "resnet20"])
+    b.add_argument("--strategy", default="auto", help="engine strategy: auto, vmap, loop or mlp")
     b.add_argument("--clients", nargs="+", type=int, default=[20])
     b.add_argument("--steps", type=int, default=20)
     b.add_argument("--device", default="cpu")

@@ -125,7 +125,7 @@ def _dim(d) -> int:
 
 
 class Identity(Quantizer):
-    """Full precision: float32 codes, ``bits(d) = 32 d``."""
+    """Full precision: the sender's values as they are, counted as float32 on the wire, ``bits(d) = 32 d``."""
 
     name = "identity"
     unbiased = True
@@ -138,7 +138,7 @@ class Identity(Quantizer):
         return FLOAT_BITS
 
     def encode(self, x: Tensor) -> Encoded:
-        return Encoded(x.to(torch.float32).clone(), x.shape[-1])
+        return Encoded(x.clone(), x.shape[-1])
 
     def decode(self, msg: Encoded, key: Tensor | None = None) -> Tensor:
         return msg.codes.clone()

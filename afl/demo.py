@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .repro.favas import METHODS, compute_run, plot_accuracy, setting
+from .repro.favas import compute_run, plot_accuracy, setting
+
+#: the four methods of the paper, each as its text describes it
+DEMO_METHODS = ("fedavg", "quafl", "fedbuff", "favas")
 
 
 def demo_setting(quick: bool = False):
@@ -31,7 +34,7 @@ def run_demo(out="results/demo", quick: bool = False, root=None, seed: int = 0, 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     data = load_dataset(cfg.dataset, root=root, normalize=cfg.normalize)
-    runs = [compute_run(cfg, m, split, seed, dataset=data, schedule=True) for m in METHODS]
+    runs = [compute_run(cfg, m, split, seed, dataset=data, schedule=True) for m in DEMO_METHODS]
 
     fig, ax = plt.subplots(figsize=(10, 6))
     favas = next(r for r in runs if r["method"] == "favas")

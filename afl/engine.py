@@ -2,10 +2,9 @@
 
 A client's local result depends only on its start parameters, its mini-batch stream and its number of
 steps. :class:`LocalSGD` runs C such clients together: their parameters are stacked on a leading client
-axis (one ``(C, P)`` tensor at the interface, one ``(C, *shape)`` tensor per parameter inside), the
-model's forward is ``torch.func.vmap``-ed over the client axis, and the gradient of the *sum* of the
-clients' mean losses w.r.t. that tensor is exactly the stack of per-client gradients (clients share no
-parameters). Each step updates
+axis (one ``(C, P)`` tensor at the interface, one ``(C, *shape)`` tensor per parameter inside), and a
+*strategy* (:mod:`afl.strategies`: ``vmap`` over clients, a ``loop`` of per-client calls, or the
+hand-written ``mlp``, chosen per device and model) computes every client's gradient. Each step updates
 
     d_i = g_i + wd_i * w_i            (torch.optim.SGD's weight decay)
     d_i = hook(t, w, d, w0, state)    (optional correction: momentum, control variates, prox, ...)
@@ -21,9 +20,10 @@ from typing import Callable, Protocol
 
 import torch
 from torch import Tensor, nn
-from torch.func import functional_call, vmap
 
 from .errors import ParameterError, check, check_int
+from .runtime import tune_cpu_allocator
+from .strategies import Strategy, cross_entropy_sum, make_strategy
 
 
 class Correction(Protocol):
@@ -39,7 +39,7 @@ class Correction(Protocol):
 
 
 class FlatModel:
-    """A module's parameters as one flat float32 vector, and its forward over stacked clients."""
+    """A module's parameters as one flat vector (the module's dtype), and its views per parameter."""
 
     def __init__(self, module: nn.Module):
         self.module = module
@@ -49,7 +49,6 @@ class FlatModel:
             self.shapes.append(tuple(p.shape))
             self.numels.append(p.numel())
         self.size = sum(self.numels)
-        self.buffers = dict(module.named_buffers())
 
     def flatten(self, module: nn.Module | None = None) -> Tensor:
         """The parameters of ``module`` (default: the template) as a ``(P,)`` tensor."""
@@ -71,27 +70,6 @@ class FlatModel:
             out[name] = flat[:, offset:offset + n].view(flat.shape[0], *shape)
             offset += n
         return out
-
-    def forward(self, params: Tensor | dict[str, Tensor], x: Tensor) -> Tensor:
-        """Outputs ``(C, B, ...)`` of C models on their inputs ``(C, B, ...)``; ``params`` is a ``(C, P)``
-        tensor or its :meth:`views`."""
-        def one(p, xb):
-            return functional_call(self.module, (p, self.buffers), (xb,))
-        return vmap(one)(self.views(params) if isinstance(params, Tensor) else params, x)
-
-    def gradient(self, loss_fn, params: list[Tensor], x: Tensor, y: Tensor) -> tuple[Tensor, ...]:
-        """Per-client gradients, one ``(C, *shape)`` tensor per parameter, of ``loss_fn(outputs, y)`` (a sum
-        of per-client losses) at the per-parameter tensors ``params``."""
-        leaves = {n: p.detach().requires_grad_(True) for n, p in zip(self.names, params)}
-        with torch.enable_grad():
-            return torch.autograd.grad(loss_fn(self.forward(leaves, x), y), list(leaves.values()))
-
-
-def cross_entropy_sum(logits: Tensor, y: Tensor) -> Tensor:
-    """Sum over clients of each client's mean cross-entropy; ``logits`` ``(C, B, K)``, ``y`` ``(C, B)``."""
-    C, B = y.shape
-    return nn.functional.cross_entropy(logits.reshape(C * B, -1), y.reshape(-1), reduction="sum") / B
-
 
 def activation_bytes(module: nn.Module, sample: Tensor) -> int:
     """Bytes of all module outputs for one input sample (a memory estimate for chunking)."""
@@ -116,16 +94,23 @@ def activation_bytes(module: nn.Module, sample: Tensor) -> int:
 class LocalSGD:
     """Local SGD for many clients at once over one on-device dataset.
 
-    ``dataset`` needs ``train_x``, ``train_y``, ``inputs(x)`` (float32 normalised inputs) and
+    ``dataset`` needs ``train_x``, ``train_y``, ``inputs(x)`` (normalised inputs in the model's dtype) and
     ``augment`` (``None``, ``"flip"`` or ``"crop_flip"``). ``max_bytes`` bounds the memory of one chunk of
     clients (parameters, gradients and activations); larger sets of clients are run chunk by chunk.
+    ``strategy``: how a step is computed (:data:`afl.strategies.STRATEGIES`; ``"auto"`` picks per device and
+    model, :func:`afl.strategies.choose_strategy`); ``self.strategy`` says which one runs.
     """
 
     def __init__(self, module: nn.Module, dataset, batch_size: int, *, max_bytes: int | None = None,
-                 augment: bool = True, loss: Callable[[Tensor, Tensor], Tensor] = cross_entropy_sum):
+                 augment: bool = True, loss: Callable[[Tensor, Tensor], Tensor] = cross_entropy_sum,
+                 strategy: str = "auto"):
         batch_size = check_int("batch_size", batch_size, 1)
         device = dataset.train_x.device
+        if device.type == "cpu":
+            tune_cpu_allocator()
         self.model = FlatModel(module.to(device))
+        self.dtype = self.model.flatten().dtype
+        self.strategy: Strategy = make_strategy(strategy, self.model.module, self.model.names, loss, device)
         self.dataset, self.batch_size, self.loss = dataset, batch_size, loss
         self.device = device
         self.augment = augment and getattr(dataset, "augment", None) is not None
@@ -136,7 +121,8 @@ class LocalSGD:
                 max_bytes = int(torch.cuda.mem_get_info(device)[0] * 0.5)
         check(max_bytes > 0, "max_bytes", max_bytes, "a positive number of bytes")
         sample = dataset.inputs(dataset.train_x[:1])[0]
-        per_client = 4 * self.model.size * 6 + 3 * batch_size * activation_bytes(module, sample)
+        per_client = (self.model.flatten().element_size() * self.model.size * 6
+                      + 3 * batch_size * activation_bytes(module, sample))
         self.chunk = max(1, int(max_bytes // per_client))
 
     # -- one chunk ---------------------------------------------------------------------------------
@@ -159,13 +145,17 @@ class LocalSGD:
         """
         params = [v.contiguous() for v in self.model.views(w).values()]
         same_lr = float(lr[0]) if len(lr) and bool((lr == lr[0]).all()) else None
+        fused = hook is None and self.strategy.fused_update
         k = len(steps)
         for t in range(steps[0] if steps else 0):
             while k and steps[k - 1] <= t:
                 k -= 1
             x, y = self._batch(batches[:k, t], generator)
             active = [p[:k] for p in params]
-            grads = self.model.gradient(self.loss, active, x, y)
+            if fused:
+                self.strategy.sgd_step(active, x, y, lr[:k], None if wd is None else wd[:k])
+                continue
+            grads = self.strategy.gradient(active, x, y)
             if wd is not None:
                 for g, p in zip(grads, active):
                     g.addcmul_(p, wd[:k].view(-1, *[1] * (p.dim() - 1)))
@@ -173,7 +163,7 @@ class LocalSGD:
                 flat_w = torch.cat([p.reshape(k, -1) for p in active], dim=1)
                 d = hook(t, flat_w, torch.cat([g.reshape(k, -1) for g in grads], dim=1), w[:k],
                          {name: s[:k] for name, s in state.items()})
-                grads = self.model.views(d).values()
+                grads = list(self.model.views(d).values())
             for g, p in zip(grads, active):
                 if same_lr is not None:
                     p.add_(g, alpha=-same_lr)
@@ -222,7 +212,7 @@ class LocalSGD:
         return out
 
     def _per_client(self, value, C: int, name: str) -> Tensor:
-        v = torch.as_tensor(value, dtype=torch.float32, device=self.device)
+        v = torch.as_tensor(value, dtype=self.dtype, device=self.device)
         if v.dim() == 0:
             v = v.expand(C)
         check(v.shape == (C,), name, tuple(v.shape), f"a scalar or shape ({C},)")
@@ -238,10 +228,11 @@ class LocalSGD:
         y_all = getattr(self.dataset, f"{split}_y")
         correct = torch.zeros(params.shape[0], device=self.device)
         loss = torch.zeros(params.shape[0], device=self.device)
+        views = self.model.views(params)
         for lo in range(0, len(y_all), batch):
             x = self.dataset.inputs(x_all[lo:lo + batch])
             y = y_all[lo:lo + batch]
-            logits = self.model.forward(params, x.expand(params.shape[0], *x.shape))
+            logits = self.strategy.forward(views, x, shared_input=True)
             loss += nn.functional.cross_entropy(logits.transpose(1, 2), y.expand(params.shape[0], -1),
                                                 reduction="none").sum(1)
             correct += (logits.argmax(-1) == y).sum(1)

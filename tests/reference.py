@@ -1,7 +1,8 @@
 """A tiny seeded federation and a plain-loop trainer, shared by the algorithm tests.
 
 The trainer is the oracle the fast path is checked against: a fresh model copy and ``torch.optim.SGD`` per
-client, its mini-batches replayed from the same per-client streams.
+client, its mini-batches replayed from the same per-client streams. Both run in float64, so that float
+rounding never flips a ReLU between the two (see ``tests/test_engine.py``).
 """
 import copy
 
@@ -15,21 +16,24 @@ from afl.models import build_model
 from afl.streams import ClientStreams
 
 N, S, K, B, SEED, LR = 6, 2, 3, 4, 5, 0.2
-DATA = make_synthetic(n_train=240, n_test=60, shape=(1, 4, 4), num_classes=4, seed=1)
-RUN = dict(K=K, lr=LR, total_time=60.0, eval_every=20.0, s=S, server_interval=7.0, server_time=3.0, Z=2)
+DATA = make_synthetic(n_train=240, n_test=60, shape=(1, 4, 4), num_classes=4, seed=1).to("cpu", torch.float64)
+TIME = dict(total_time=60.0, eval_every=20.0)
+#: each algorithm's settings on the tiny federation
+RUN = {"favas": dict(K=K, lr=LR, s=S, server_interval=7.0), "quafl": dict(K=K, lr=LR, s=S, server_interval=7.0),
+       "fedbuff": dict(K=K, lr=LR, Z=2, server_time=3.0), "fedavg": dict(K=K, lr=LR, s=S, server_time=3.0)}
 
 
-def federation(partition="shards"):
-    return make_federation(DATA, "mlp32", N, partition, batch_size=B, seed=SEED, slow_fraction=0.5,
+def federation(partition="shards", dtype=torch.float64, seed=SEED):
+    return make_federation(DATA, "mlp32", N, partition, batch_size=B, seed=seed, slow_fraction=0.5,
                            partition_kw={"classes_per_client": 2} if partition == "shards" else None,
-                           model_kw={"in_features": 16})
+                           model_kw={"in_features": 16}, dtype=dtype)
 
 
 class Reference:
     """Plain per-client training: deep copies and torch.optim.SGD, batches replayed from the client streams."""
 
     def __init__(self, fed):
-        self.module = build_model("mlp32", num_classes=4, seed=SEED, in_features=16)
+        self.module = build_model("mlp32", num_classes=4, seed=SEED, in_features=16).double()
         self.flat = FlatModel(self.module)
         self.streams = ClientStreams(fed.queue.streams.parts, B, seed=SEED)
 

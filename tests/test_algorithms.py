@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from afl.algorithms import run_algorithm
+from afl.algorithms import REGISTRY, get, run_algorithm
 from afl.errors import ParameterError
-from reference import K, LR, N, RUN, S, Reference, federation, server_steps
+from reference import K, LR, N, RUN, S, TIME, Reference, federation, server_steps
+
+TOL = dict(rtol=1e-9, atol=1e-10)      # float64 on both sides
 
 
 def expected_steps(mean, period, p, K, terms=4000):
@@ -26,20 +28,21 @@ def expected_steps(mean, period, p, K, terms=4000):
 
 
 def run(name, fed, **kw):
-    out = run_algorithm(name, fed, **{**RUN, **kw})
+    out = run_algorithm(name, fed, **TIME, **{**RUN[name], **kw})
     assert out["server_steps"] >= 3                      # the schedule really ran several server steps
     return out
 
 
-@pytest.mark.parametrize("name", ["favas", "quafl"])
-def test_server_clock_methods_match_reference(name):
+@pytest.mark.parametrize("name, reweighting", [("favas", "literal"), ("favas", "normalized"), ("quafl", None)])
+def test_server_clock_methods_match_reference(name, reweighting):
     fed = federation()
-    out = run(name, fed)
+    out = run(name, fed, **({"reweighting": reweighting} if reweighting else {}))
     ref = Reference(fed)
     w0 = fed.init.clone()
     starts = {c: w0.clone() for c in range(N)}
     batches = {c: ref.streams.take(c, K) for c in range(N)}
-    alpha = {c: expected_steps(fed.profile.step_time(c).mean, RUN["server_interval"], S / N, K) for c in range(N)}
+    alpha = {c: expected_steps(fed.profile.step_time(c).mean, RUN[name]["server_interval"], S / N, K) for c in range(N)}
+    alpha_bar = sum(alpha.values()) / N if reweighting == "normalized" else 1.0
     lr = LR * (S + 1) / S if name == "quafl" else LR
     w = w0.clone()
     for group in server_steps(out["schedule"].contacts):
@@ -47,7 +50,7 @@ def test_server_clock_methods_match_reference(name):
         for c in group:
             local = ref.train(starts[c.client], batches[c.client], c.steps, lr)
             if name == "favas":                                            # Alg. 1, l. 24
-                sent.append(starts[c.client] + (local - starts[c.client]) / alpha[c.client])
+                sent.append(starts[c.client] + (local - starts[c.client]) * alpha_bar / alpha[c.client])
             else:
                 sent.append(local)
                 new_start[c.client] = (w + S * local) / (S + 1)          # QuAFL client-side mixing
@@ -56,7 +59,7 @@ def test_server_clock_methods_match_reference(name):
             starts[c.client] = w_new.clone() if name == "favas" else new_start[c.client]
             batches[c.client] = ref.streams.take(c.client, K)
         w = w_new
-    torch.testing.assert_close(out["model"], w, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out["model"], w, **TOL)
     assert not torch.allclose(w, w0)
 
 
@@ -67,7 +70,7 @@ def test_favas_stochastic_reweighting_matches_reference():
     w = fed.init.clone()
     starts = {c: w.clone() for c in range(N)}
     batches = {c: ref.streams.take(c, K) for c in range(N)}
-    p_pos = {c: 1 - sum(S / N * (1 - S / N) ** (g - 1) * math.exp(-g * RUN["server_interval"] /
+    p_pos = {c: 1 - sum(S / N * (1 - S / N) ** (g - 1) * math.exp(-g * RUN["favas"]["server_interval"] /
                                                               fed.profile.step_time(c).mean) for g in range(1, 4000))
              for c in range(N)}
     for group in server_steps(out["schedule"].contacts):
@@ -79,24 +82,34 @@ def test_favas_stochastic_reweighting_matches_reference():
         w = (w + sum(sent)) / (S + 1)
         for c in group:
             starts[c.client], batches[c.client] = w.clone(), ref.streams.take(c.client, K)
-    torch.testing.assert_close(out["model"], w, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out["model"], w, **TOL)
 
 
-@pytest.mark.parametrize("staleness", ["none", "sqrt"])
-def test_fedbuff_matches_reference(staleness):
+@pytest.mark.parametrize("staleness, concurrency", [("none", None), ("sqrt", None), ("none", 3), ("sqrt", 4)])
+def test_fedbuff_matches_reference(staleness, concurrency):
+    """Every contact trains K steps from the server model of its start time (a client's first start at 0 or
+    after a server step; the schedule says when), and the server applies the weighted buffer."""
     fed = federation()
-    out = run("fedbuff", fed, staleness=staleness, server_lr=0.7)
+    out = run("fedbuff", fed, staleness=staleness, server_lr=0.7, concurrency=concurrency)
     ref = Reference(fed)
     w = fed.init.clone()
-    job = {c: (w.clone(), ref.streams.take(c, K)) for c in range(N)}
+    models = {0.0: w.clone()}                        # the server model of every start time
     weight = (lambda tau: 1.0) if staleness == "none" else (lambda tau: 1 / math.sqrt(1 + tau))
-    for group in server_steps(out["schedule"].contacts):
-        assert len(group) == RUN["Z"]
-        update = sum(weight(c.staleness) * (job[c.client][0] - ref.train(*job[c.client], K, LR)) for c in group)
+    groups = server_steps(out["schedule"].contacts)
+    starts = sorted({(c.started, c.client) for c in out["schedule"].contacts})
+    batches = {}
+    for started, client in starts:                   # each client's streams are drawn in start order
+        batches[(client, started)] = ref.streams.take(client, K)
+    for group in groups:
+        assert len(group) == RUN["fedbuff"]["Z"]
+        update = sum(weight(c.staleness) * (models[c.started] - ref.train(models[c.started],
+                                                                          batches[(c.client, c.started)], K, LR))
+                     for c in group)
         w = w - 0.7 * update / len(group)
-        for c in group:
-            job[c.client] = (w.clone(), ref.streams.take(c.client, K))
-    torch.testing.assert_close(out["model"], w, rtol=1e-4, atol=1e-5)
+        models[group[0].time] = w.clone()
+    torch.testing.assert_close(out["model"], w, **TOL)
+    in_flight = {c.client for c in out["schedule"].contacts if c.started == 0.0}
+    assert len(in_flight) == (N if concurrency is None else concurrency)
 
 
 def test_fedavg_matches_reference():
@@ -107,7 +120,7 @@ def test_fedavg_matches_reference():
     for group in server_steps(out["schedule"].contacts):
         assert len(group) == S and all(c.steps == K for c in group)
         w = torch.stack([ref.train(w, ref.streams.take(c.client, K), K, LR) for c in group]).mean(0)
-    torch.testing.assert_close(out["model"], w, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out["model"], w, **TOL)
 
 
 def test_fedavg_round_lasts_slowest_client_plus_server_time():
@@ -118,7 +131,7 @@ def test_fedavg_round_lasts_slowest_client_plus_server_time():
     for t, group in zip(times, server_steps(out["schedule"].contacts)):
         ends = [iv.end for c in group for iv in timeline.for_client(c.client)
                 if iv.label == "train" and prev <= iv.start and iv.end <= t]
-        assert t == pytest.approx(max(ends) + RUN["server_time"])
+        assert t == pytest.approx(max(ends) + RUN["fedavg"]["server_time"])
         prev = t
 
 
@@ -133,25 +146,64 @@ def test_history_grid_and_counters_are_consistent():
     assert out["final_accuracy"] == curve["accuracy"][-1]
 
 
-def test_same_seed_same_numbers_and_variance_tracking():
-    a = run("favas", federation(), track_variance=True)
-    b = run("favas", federation(), track_variance=True)
-    assert a["curve"]["accuracy"] == b["curve"]["accuracy"] and a["curve"]["variance"] == b["curve"]["variance"]
-    variance = a["curve"]["variance"]
+def test_variance_tracking():
+    variance = run("favas", federation(), track_variance=True)["curve"]["variance"]
     assert variance[0] == 0.0 and max(variance) > 0               # all clients start at the server model
 
 
-@pytest.mark.parametrize("kw, name", [
-    (dict(s=N + 1), "s"), (dict(K=0), "K"), (dict(lr=-1.0), "lr"), (dict(mode="random"), "mode"),
-    (dict(total_time=0.0), "total_time"), (dict(eval_every=-1.0), "eval_every"),
+@pytest.mark.parametrize("name", sorted(RUN))
+def test_same_seed_same_numbers_bit_for_bit(name):
+    """On one machine a seed fixes everything: the final model and every point of the curves, bit for bit,
+    in float32 as the reproductions run (across CPUs rounding may differ, and chaotic runs amplify it)."""
+    a, b = (run_algorithm(name, federation(dtype=torch.float32), **TIME, **RUN[name]) for _ in range(2))
+    assert torch.equal(a["model"], b["model"]) and a["curve"] == b["curve"]
+    c = run_algorithm(name, federation(dtype=torch.float32, seed=6), **TIME, **RUN[name])
+    assert not torch.equal(a["model"], c["model"])
+
+
+@pytest.mark.parametrize("name, kw, bad", [
+    ("favas", dict(s=N + 1), "s"), ("favas", dict(K=0), "K"), ("favas", dict(lr=-1.0), "lr"),
+    ("favas", dict(mode="random"), "mode"), ("favas", dict(reweighting="half"), "reweighting"),
+    ("fedbuff", dict(Z=N + 1), "Z"), ("fedbuff", dict(concurrency=1), "concurrency"),
+    ("fedbuff", dict(concurrency=N + 1), "concurrency"), ("fedbuff", dict(staleness="exp"), "staleness"),
+    ("fedavg", dict(s=0), "s"), ("quafl", dict(quantizer="fp8"), "quantizer"),
+    ("quafl", dict(scale_interval_by_bits=True), "scale_interval_by_bits"),
 ])
-def test_bad_hyperparameters_name_the_parameter(kw, name):
+def test_bad_settings_name_the_parameter(name, kw, bad):
+    with pytest.raises(ParameterError, match=bad):
+        run_algorithm(name, federation(), **TIME, **{**RUN[name], **kw})
+
+
+@pytest.mark.parametrize("kw, name", [(dict(total_time=0.0), "total_time"), (dict(eval_every=-1.0), "eval_every")])
+def test_bad_run_length_names_the_parameter(kw, name):
     with pytest.raises(ParameterError, match=name):
-        run_algorithm("favas", federation(), **{**RUN, **kw})
+        run_algorithm("favas", federation(), **{**TIME, **kw}, **RUN["favas"])
 
 
-def test_unknown_algorithm_and_fedbuff_bad_buffer():
+def test_registry_and_misplaced_settings():
+    assert set(REGISTRY) == {"fedavg", "quafl", "fedbuff", "favas"}
     with pytest.raises(ParameterError, match="algorithm"):
-        run_algorithm("fedasync", federation(), **RUN)
-    with pytest.raises(ParameterError, match="Z"):
-        run_algorithm("fedbuff", federation(), **{**RUN, "Z": N + 1})
+        run_algorithm("fedasync", federation(), **TIME)
+    with pytest.raises(ParameterError) as err:                   # s belongs to other algorithms, not FedBuff
+        run_algorithm("fedbuff", federation(), **TIME, s=2)
+    msg = str(err.value)
+    assert "a setting of 'fedbuff'" in msg and "concurrency" in msg and "fedavg, favas, quafl" in msg
+    with pytest.raises(ParameterError, match="no_such_knob"):
+        run_algorithm("favas", federation(), **TIME, no_such_knob=1)
+    cfg = get("favas").make_settings()                           # the paper's defaults
+    assert (cfg.K, cfg.lr, cfg.s, cfg.server_interval, cfg.mode, cfg.reweighting) == (20, 0.5, 20, 10.0,
+                                                                                        "deterministic", "literal")
+    assert get("fedbuff").make_settings().concurrency is None and get("fedbuff").make_settings().Z == 10
+
+
+def test_client_state_store():
+    from afl.algorithms import ClientState
+    w = torch.arange(3.0)
+    store = ClientState(4, w)
+    table = store.table("start", w)
+    assert table.shape == (4, 3) and torch.equal(table[2], w) and "start" in store
+    table[1] += 1
+    assert torch.equal(store["start"][1], w + 1) and store.table("start", 0.0) is table    # created once
+    assert torch.equal(store.table("c"), torch.zeros(4, 3))
+    with pytest.raises(ParameterError, match="name"):
+        store["missing"]

@@ -14,8 +14,13 @@ def test_settings_follow_the_paper():
     paper = fr.setting("favas-table2", quick=False)
     assert (paper.n, paper.s, paper.K, paper.batch, paper.lr, paper.total_time, paper.Z) == (100, 20, 20, 128, 0.5,
                                                                                               5000.0, 10)
-    assert paper.run_kwargs("fedbuff")["lr"] == pytest.approx(0.5 * 10 / 100)     # QuAFL code: lr * Z / n
-    assert paper.run_kwargs("favas")["lr"] == 0.5
+    assert paper.run_kwargs("fedbuff-quafl-code")["lr"] == pytest.approx(0.5 * 10 / 100)  # QuAFL code: lr Z / n
+    assert paper.run_kwargs("fedbuff-quafl-code")["concurrency"] is None
+    assert (paper.run_kwargs("fedbuff")["lr"], paper.run_kwargs("fedbuff")["concurrency"]) == (0.5, 20)
+    assert paper.run_kwargs("favas")["reweighting"] == "literal" and paper.run_kwargs("favas")["lr"] == 0.5
+    assert paper.run_kwargs("favas-normalized")["reweighting"] == "normalized"
+    assert paper.run_kwargs("quafl-lattice14")["quantizer"] == "lattice:14:1e-4"
+    assert set(paper.methods) == set(fr.METHODS)
     assert fr.setting("favas-fig3a", quick=False).dataset == "cifar10-jpeg"         # never labelled CIFAR-10
     assert fr.setting("favas-table2", quick=True).total_time < paper.total_time
     with pytest.raises(ParameterError, match="experiment"):
@@ -27,14 +32,18 @@ def test_runs_table_and_markdown():
     data = make_synthetic(400, 80, shape=(1, 28, 28), num_classes=10, seed=0)
     runs = [fr.compute_run(cfg, m, sp, 0, dataset=data) for sp in fr.SPLITS for m in fr.METHODS]
     for r in runs:
-        assert {"client_steps", "wall_seconds", "client_steps_per_s", "final_accuracy", "curve"} <= set(r)
+        assert {"client_steps", "wall_seconds", "client_steps_per_s", "final_accuracy", "curve", "settings"} <= set(r)
         assert r["curve"]["time"] == [0.0, 20.0, 40.0] and 0.0 <= r["final_accuracy"] <= 1.0
+        assert r["algorithm"] == fr.METHODS[r["method"]].algorithm
+    json.dumps(runs)                                               # every run is JSON as it is
     rows = fr.table2(runs)
     assert set(rows) == set(fr.METHODS) and set(rows["favas"]) == set(fr.SPLITS)
     cell = rows["favas"]["iid"]
-    assert cell["per_seed"] == [100 * runs[3]["final_accuracy"]] and cell["std"] == 0.0
+    favas_iid = next(r for r in runs if r["method"] == "favas" and r["split"] == "iid")
+    assert cell["per_seed"] == [100 * favas_iid["final_accuracy"]] and cell["std"] == 0.0
     md = fr.table2_markdown(rows)
     assert "iid (paper)" in md and "95.1 ± 0.1" in md            # the paper's FAVAS IID cell, as reference
+    assert "± 0.0" not in md                                      # one seed: no spread to show
 
 
 def test_run_experiment_writes_json_markdown_png(tmp_path):
@@ -46,7 +55,7 @@ def test_run_experiment_writes_json_markdown_png(tmp_path):
     result = json.loads(paths[0].read_text())
     assert set(result["rows"]) == set(fr.METHODS) and set(result["rows"]["fedavg"]) == {"iid"}
     assert {"mean", "std", "per_seed"} <= set(result["rows"]["favas"]["iid"])
-    assert result["config"]["n"] == 8 and len(result["runs"]) == 4
+    assert result["config"]["n"] == 8 and len(result["runs"]) == len(fr.METHODS)
     assert "QUICK" in paths[1].read_text() and paths[2].stat().st_size > 0
     assert not (tmp_path / "favas-table2.partial.jsonl").exists()
 
@@ -59,4 +68,4 @@ def test_demo_writes_pictures(tmp_path, monkeypatch):
     monkeypatch.setattr(demo, "demo_setting", lambda quick: fr.setting("favas-table2", quick=True, **TINY))
     paths = demo.run_demo(out=tmp_path, quick=True)
     assert all(p.exists() and p.stat().st_size > 0 for p in paths)
-    assert len(json.loads(paths[2].read_text())["runs"]) == 4
+    assert len(json.loads(paths[2].read_text())["runs"]) == len(demo.DEMO_METHODS)

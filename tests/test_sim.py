@@ -397,6 +397,24 @@ def test_buffered_schedule():
     assert r.staleness("slow").mean() > r.staleness("fast").mean()
 
 
+def test_buffered_schedule_with_concurrency():
+    """At most `concurrency` clients in flight; after each step, uniform idle clients refill it; less stale."""
+    p = two_speed(30, slow_fraction=1 / 3, seed=1)
+    r = simulate_buffered_schedule(p, K=4, Z=3, t_end=800.0, seed=0, concurrency=6)
+    assert r.params["concurrency"] == 6 and r.server_steps > 50
+    for t in r.timeline.server_steps[:40]:      # in flight at t: started by t, collected after t
+        assert sum(1 for c in r.contacts if c.started <= t < c.time) <= 6
+    started_at_zero = {c.client for c in r.contacts if c.started == 0.0}
+    assert len(started_at_zero) <= 6
+    assert len({c.client for c in r.contacts}) > 20            # the draws reach most of the pool over time
+    full = simulate_buffered_schedule(p, K=4, Z=3, t_end=800.0, seed=0)
+    assert r.staleness().mean() < full.staleness().mean() / 2    # bounded concurrency, fresher updates
+    with pytest.raises(ParameterError, match="concurrency"):
+        simulate_buffered_schedule(p, K=4, Z=3, t_end=10.0, concurrency=2)   # fewer than Z could never fill
+    with pytest.raises(ParameterError, match="concurrency"):
+        simulate_buffered_schedule(p, K=4, Z=3, t_end=10.0, concurrency=31)
+
+
 def test_sync_schedule_waits_for_the_slowest():
     p = two_speed(10, seed=0)
     r = simulate_sync_schedule(p, K=3, s=4, t_end=300.0, seed=0)

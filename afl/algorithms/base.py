@@ -1,4 +1,5 @@
-"""What every federated run shares: the federation (clients, data, engine, speeds) and its history.
+"""What every federated run shares: the federation (clients, data, engine, speeds), its history, the
+settings every algorithm has, and the learner interface.
 
 An algorithm is a *learner* plugged into one of the simulator's protocols (:mod:`afl.sim.schedule`): the
 protocol decides when clients start, how many local steps they finish and when the server takes their
@@ -14,10 +15,11 @@ from dataclasses import dataclass, field
 from torch import Tensor
 
 from ..engine import LocalSGD
-from ..errors import check, check_int
+from ..errors import check, check_int, check_real
 from ..jobs import JobQueue
 from ..sim.schedule import Contact
 from ..sim.speeds import SpeedProfile
+from .state import ClientState
 
 
 @dataclass
@@ -104,19 +106,37 @@ class History:
                 "client_steps_per_s": computed / wall if wall > 0 else None}
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What every algorithm's clients share: ``K`` local SGD steps at learning rate ``lr`` (defaults: the FAVAS
+    paper's MNIST setting). Each algorithm extends this dataclass with its own settings and their paper
+    defaults; values are checked on construction, and against the federation by :meth:`check_federation`."""
+
+    K: int = 20
+    lr: float = 0.5
+
+    def __post_init__(self):
+        check_int("K", self.K, 1)
+        check_real("lr", self.lr, 0, strict_low=True)
+
+    def check_federation(self, fed: Federation) -> None:
+        """Checks that need the number of clients (``s <= n``, ...); nothing by default."""
+
+
 class Learner:
     """Model-side half of an algorithm, driven by a protocol of :mod:`afl.sim.schedule`.
 
     ``on_start(client, t)``: the client (re)starts local training at simulated time t.
     ``on_server_step(t, contacts)``: the server takes the contacted clients' updates at t.
+    ``self.clients``: the :class:`ClientState` store of per-client tensors that live across rounds.
     """
 
-    def __init__(self, fed: Federation, history: History, K: int, lr: float):
-        K = check_int("K", K, 1)
-        check(lr > 0, "lr", lr, "a positive learning rate")
-        self.fed, self.history, self.K, self.lr = fed, history, K, float(lr)
+    def __init__(self, fed: Federation, history: History, cfg: Settings):
+        self.fed, self.history, self.cfg = fed, history, cfg
+        self.K, self.lr = cfg.K, float(cfg.lr)
         self.queue = fed.queue
         self.w = fed.init.clone()
+        self.clients = ClientState(fed.n, self.w)
 
     def on_start(self, client: int, t: float) -> None:
         raise NotImplementedError
@@ -145,4 +165,4 @@ def model_variance(server: Tensor, clients: Tensor) -> float:
     return float(((clients - server) ** 2).sum())
 
 
-__all__ = ["Federation", "History", "Learner", "model_variance"]
+__all__ = ["Federation", "History", "Settings", "Learner", "model_variance"]

@@ -9,22 +9,47 @@ contacted client uploads and what it restarts from; the server always averages
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from torch import Tensor
 
-from ..errors import check_int
-from .base import Learner, model_variance
+from ..errors import check_int, check_real
+from .base import Learner, Settings, model_variance
+
+
+@dataclass(frozen=True)
+class ClockedSettings(Settings):
+    """``s`` clients contacted every ``server_interval`` (FAVAS Sec. 5: s = 20; Delta = 10 as in the QuAFL
+    code); ``track_variance`` also records FAVAS Fig. 2's spread of the local models at every evaluation."""
+
+    s: int = 20
+    server_interval: float = 10.0
+    track_variance: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int("s", self.s, 1)
+        check_real("server_interval", self.server_interval, 0, strict_low=True)
+
+    def check_federation(self, fed) -> None:
+        check_int("s", self.s, 1, fed.n, hint="n, the number of clients")
+
+    def contact_interval(self) -> float:
+        """The simulated time between two contacts."""
+        return self.server_interval
 
 
 class ClockedLearner(Learner):
     """Shared bookkeeping of QuAFL and FAVAS; subclasses define :meth:`upload` and :meth:`restart`."""
 
-    def __init__(self, fed, history, K, lr, s, track_variance=False):
-        super().__init__(fed, history, K, lr)
-        self.s = check_int("s", s, 1, fed.n, hint="n, the number of clients")
-        self.track_variance = track_variance
-        self.starts = self.w.expand(fed.n, -1).clone()   # the model each client's current window started from
+    def __init__(self, fed, history, cfg: ClockedSettings, lr: float | None = None):
+        super().__init__(fed, history, cfg)
+        self.s, self.track_variance = cfg.s, cfg.track_variance
+        if lr is not None:
+            self.lr = lr
+        self.starts = self.clients.table("start", self.w)   # the model each client's current window started from
         self.batches: list[Tensor | None] = [None] * fed.n
         self.progress = None                              # set by the protocol: t -> steps done by t, per client
 
@@ -46,7 +71,7 @@ class ClockedLearner(Learner):
                 for c in contacts]
         local = torch.stack([j.result() for j in jobs])
         idx = torch.as_tensor(clients, device=self.w.device)
-        steps = torch.as_tensor([c.steps for c in contacts], dtype=torch.float32, device=self.w.device)
+        steps = torch.as_tensor([c.steps for c in contacts], dtype=self.w.dtype, device=self.w.device)
         sent = self.upload(idx, local, self.starts[idx], steps)
         w_old = self.w
         self.w = (w_old + sent.sum(0)) / (self.s + 1)

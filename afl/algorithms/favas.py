@@ -12,17 +12,41 @@ The reweighting (eq. (1)) is deterministic, ``alpha^i = E[E^i ^ K]``, or stochas
 server clock (:func:`afl.sim.counts.contact_steps_pmf`: exact for exponential, shifted-exponential and
 constant step times, Monte Carlo otherwise). A stochastic-mode client with E = 0 has no progress to send
 and sends w_init.
+
+``reweighting``: ``"literal"`` is the paper's ``1 / alpha^i``: every upload then carries, in expectation, the
+progress of *one* local step, whatever K. ``"normalized"`` scales by ``alpha_bar / alpha^i`` instead, with
+``alpha_bar`` the clients' mean ``E[E ^ K]``: still unbiased across clients (every client's expected
+contribution is the same), but an upload carries ``alpha_bar`` steps' worth of progress, as a FedAvg update
+of the same clients would. It is the literal rule with the server step scaled by ``alpha_bar`` (the step
+size that Theorem 3's eta absorbs), not a different estimator.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from ..errors import check_choice
 from ..sim.counts import contact_steps_pmf, truncated_steps_stats
-from .clocked import ClockedLearner
+from .clocked import ClockedLearner, ClockedSettings
+from .registry import register, server_clock
 
 MODES = ("deterministic", "stochastic")
+REWEIGHTINGS = ("literal", "normalized")
+
+
+@dataclass(frozen=True)
+class FavasSettings(ClockedSettings):
+    """FAVAS: ``mode`` of alpha (eq. (1)) and ``reweighting`` (``1/alpha`` or ``alpha_bar/alpha``)."""
+
+    mode: str = "deterministic"
+    reweighting: str = "literal"
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_choice("mode", self.mode, MODES)
+        check_choice("reweighting", self.reweighting, REWEIGHTINGS)
 
 
 def reweighting_stats(profile, K: int, s: int, server_interval: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -40,21 +64,25 @@ def reweighting_stats(profile, K: int, s: int, server_interval: float, seed: int
 class Favas(ClockedLearner):
     """FAVAS learner: unbiased reweighted uploads, clients restart from the new server model."""
 
-    def __init__(self, fed, history, K, lr, s, server_interval, mode="deterministic", track_variance=False):
-        super().__init__(fed, history, K, lr, s, track_variance)
-        check_choice("mode", mode, MODES)
-        self.mode = mode
-        mean, pos = reweighting_stats(fed.profile, K, s, server_interval, seed=fed.seed)
-        self.expected_steps = torch.as_tensor(mean, dtype=torch.float32, device=self.w.device)
-        self.p_progress = torch.as_tensor(pos, dtype=torch.float32, device=self.w.device)
+    def __init__(self, fed, history, cfg: FavasSettings):
+        super().__init__(fed, history, cfg)
+        self.mode = cfg.mode
+        mean, pos = reweighting_stats(fed.profile, cfg.K, cfg.s, cfg.contact_interval(), seed=fed.seed)
+        as_tensor = lambda a: torch.as_tensor(a, dtype=self.w.dtype, device=self.w.device)  # noqa: E731
+        self.expected_steps, self.p_progress = as_tensor(mean), as_tensor(pos)
+        self.scale = float(mean.mean()) if cfg.reweighting == "normalized" else 1.0
 
     def upload(self, clients, local, start, steps):
         if self.mode == "deterministic":
             alpha = self.expected_steps[clients]
         else:
             alpha = self.p_progress[clients] * steps
-        scale = torch.where(alpha > 0, 1.0 / alpha.clamp_min(1e-12), torch.zeros_like(alpha))
+        scale = torch.where(alpha > 0, self.scale / alpha.clamp_min(1e-12), torch.zeros_like(alpha))
         return start + (local - start) * scale[:, None]
 
     def restart(self, clients, local, w_old, w_new):
         return w_new.expand(len(clients), -1)
+
+
+register("favas", FavasSettings, Favas, server_clock,
+         "FAVAS (Leconte et al.): server clock, unbiased uploads w_init + (w - w_init)/alpha, clients reset")

@@ -6,16 +6,36 @@ slowest sampled client's K steps plus the server's interaction time (QuAFL code,
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from .base import Learner
+from ..errors import check_int, check_real
+from .base import Learner, Settings
+from .registry import register, synchronous
+
+
+@dataclass(frozen=True)
+class FedAvgSettings(Settings):
+    """FedAvg: ``s`` clients per round, ``server_time`` added to each round (10 in the QuAFL code)."""
+
+    s: int = 20
+    server_time: float = 10.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int("s", self.s, 1)
+        check_real("server_time", self.server_time, 0)
+
+    def check_federation(self, fed) -> None:
+        check_int("s", self.s, 1, fed.n, hint="n, the number of clients")
 
 
 class FedAvg(Learner):
     """FedAvg learner: the average of the sampled clients' models after K steps."""
 
-    def __init__(self, fed, history, K, lr):
-        super().__init__(fed, history, K, lr)
+    def __init__(self, fed, history, cfg: FedAvgSettings):
+        super().__init__(fed, history, cfg)
         self.jobs = {}
 
     def on_start(self, client: int, t: float) -> None:
@@ -25,3 +45,7 @@ class FedAvg(Learner):
         self.history.record(t, self.w)
         self.w = torch.stack([self.jobs.pop(c.client).result() for c in contacts]).mean(0)
         self.count(contacts)
+
+
+register("fedavg", FedAvgSettings, FedAvg, synchronous,
+         "FedAvg (McMahan et al.): synchronous rounds of s clients, each round as long as its slowest client")

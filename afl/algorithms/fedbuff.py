@@ -1,36 +1,68 @@
 """FedBuff (Nguyen et al. 2022), as FAVAS uses it (paper 001, Sec. 5) and in its general form.
 
-Every client trains K local steps from the server model it last received and uploads its update
-``Delta_j = w_start - w_end``; the server buffers updates and, once Z have arrived, steps
+At most ``concurrency`` clients train at once; each trains K local steps from the server model it received
+and uploads its update ``Delta_j = w_start - w_end``. The server buffers updates and, once Z have arrived,
+steps
 
     w <- w - eta_g * (1/Z) * sum_{j in buffer} s(tau_j) * Delta_j
 
 with server learning rate eta_g and staleness weight s(tau) of the update's staleness tau (server steps
 since its client started): ``"none"`` (s = 1, as in FAVAS and the QuAFL code) or ``"sqrt"``
-(s = 1 / sqrt(1 + tau), Nguyen et al. 2022). FAVAS: Z = 10, eta_g = 1. Clients restart from the newest
-server model as soon as they have uploaded.
+(s = 1 / sqrt(1 + tau), Nguyen et al. 2022). After a server step the Z clients whose updates it used are idle
+again, and the server starts new clients, drawn uniformly from the idle ones, on the new model until
+``concurrency`` train (:func:`afl.sim.schedule.simulate_buffered_schedule`).
+
+``concurrency=None`` -- every client trains all the time -- is how the public QuAFL code, which FAVAS built
+its simulator on, runs FedBuff (with a local learning rate of ``lr Z / n``). With 100 always-busy clients and
+Z = 10 the updates are about 9 server steps stale (19 for slow clients) and the first ten server steps all
+apply updates computed at the initial model; Nguyen et al. bound the clients in flight by a concurrency.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
-from ..errors import check, check_choice, check_int
-from .base import Learner
+from ..errors import check_choice, check_int, check_real
+from .base import Learner, Settings
+from .registry import buffered, register
 
 STALENESS = {"none": lambda tau: 1.0, "sqrt": lambda tau: 1.0 / math.sqrt(1.0 + tau)}
 
 
-class FedBuff(Learner):
-    """FedBuff learner: every client always trains K steps; the server applies buffers of Z updates."""
+@dataclass(frozen=True)
+class FedBuffSettings(Settings):
+    """FedBuff: buffer ``Z`` (FAVAS: 10), ``concurrency`` (None: every client), server lr and staleness
+    weight, and the simulated time a server step takes (``server_time``, 10 in the QuAFL code)."""
 
-    def __init__(self, fed, history, K, lr, Z=10, server_lr=1.0, staleness="none"):
-        super().__init__(fed, history, K, lr)
-        Z = check_int("Z", Z, 1, fed.n, hint="n, the number of clients")
-        check(server_lr > 0, "server_lr", server_lr, "a positive server learning rate")
-        check_choice("staleness", staleness, STALENESS)
-        self.Z, self.server_lr, self.weight = Z, float(server_lr), STALENESS[staleness]
+    Z: int = 10
+    concurrency: int | None = None
+    server_lr: float = 1.0
+    staleness: str = "none"
+    server_time: float = 10.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int("Z", self.Z, 1)
+        if self.concurrency is not None:
+            check_int("concurrency", self.concurrency, self.Z, hint="at least Z, or None for every client")
+        check_real("server_lr", self.server_lr, 0, strict_low=True)
+        check_choice("staleness", self.staleness, STALENESS)
+        check_real("server_time", self.server_time, 0)
+
+    def check_federation(self, fed) -> None:
+        check_int("Z", self.Z, 1, fed.n, hint="n, the number of clients")
+        if self.concurrency is not None:
+            check_int("concurrency", self.concurrency, self.Z, fed.n, hint="Z to n, or None for every client")
+
+
+class FedBuff(Learner):
+    """FedBuff learner: every started client trains K steps; the server applies buffers of Z updates."""
+
+    def __init__(self, fed, history, cfg: FedBuffSettings):
+        super().__init__(fed, history, cfg)
+        self.server_lr, self.weight = float(cfg.server_lr), STALENESS[cfg.staleness]
         self.version = 0
         self.jobs = {}
 
@@ -47,3 +79,7 @@ class FedBuff(Learner):
         self.w = self.w - self.server_lr * update / len(contacts)
         self.version += 1
         self.count(contacts, downloads=0)
+
+
+register("fedbuff", FedBuffSettings, FedBuff, buffered,
+         "FedBuff (Nguyen et al.): clients in flight up to a concurrency, server step per Z buffered updates")

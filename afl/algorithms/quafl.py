@@ -7,30 +7,57 @@ received, ``w^i <- w_{t-1} / (s + 1) + s / (s + 1) w^i``, and keeps training fro
 the server model: FAVAS identifies this as the source of client drift). As in the public code
 (ShayanTalaei/QuAFL, ``trainer.py``) local steps use the learning rate ``lr (s + 1) / s``.
 
-Quantized exchange (optional ``quantizer``, a :class:`afl.compress.Quantizer`), as the public code does it
-(``client.py`` / ``server.py``): each contacted client uploads ``Q(w^i)``, which the server decodes with its
+Quantized exchange (optional ``quantizer``, a :class:`afl.compress.Quantizer` or spec), as the public code does
+it (``client.py`` / ``server.py``): each contacted client uploads ``Q(w^i)``, which the server decodes with its
 own current model ``w_{t-1}`` as key (the lattice quantizer's decoder needs one; unbiased quantizers ignore
 it); the server broadcasts one ``Q(w_{t-1})``, which each contacted client decodes with its own local model as
 key. The server average and the client mixing use the decoded values; the server's own ``w_{t-1}`` and the
 client's own ``w^i`` enter at full precision. Bytes: each server step counts s uploads and s downloads of
 ``quantizer.nbytes(d) = ceil(quantizer.bits(d) / 8)`` bytes each (every message padded to whole bytes);
-without a quantizer, ``Federation.model_bytes`` each, as before. With a :class:`~afl.compress.
-LatticeQuantizer` the counters also hold ``lattice_overflows``: the coordinates, over all messages, that
-wrapped around because sender and key were more than the quantizer's ``radius`` apart (a diagnostic the
-real protocol could not compute).
+without a quantizer, ``Federation.model_bytes`` each. With a :class:`~afl.compress.LatticeQuantizer` the
+counters also hold ``lattice_overflows``: the coordinates, over all messages, that wrapped around because
+sender and key were more than the quantizer's ``radius`` apart (a diagnostic the real protocol could not
+compute). ``scale_interval_by_bits``: run the server clock at :func:`afl.compress.quantized_interval`
+``(server_interval, quantizer) = server_interval * bits / 32``, the QuAFL notebooks' time model (there the
+whole interval is interaction time; for a waiting part, compute the interval with ``quantized_interval(sit, q,
+waiting_time=swt)`` and pass it as ``server_interval``).
 """
 from __future__ import annotations
 
-from ..compress import LatticeQuantizer, Quantizer, make_quantizer
-from .clocked import ClockedLearner
+from dataclasses import dataclass
+
+from ..compress import LatticeQuantizer, Quantizer, make_quantizer, quantized_interval
+from ..errors import check
+from .clocked import ClockedLearner, ClockedSettings
+from .registry import register, server_clock
+
+
+@dataclass(frozen=True)
+class QuAFLSettings(ClockedSettings):
+    """QuAFL: an optional ``quantizer`` for both directions, and whether it shortens the server interval."""
+
+    quantizer: Quantizer | str | None = None
+    scale_interval_by_bits: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.quantizer is not None:
+            make_quantizer(self.quantizer)                     # a bad spec fails here, naming the parameter
+        check(self.quantizer is not None or not self.scale_interval_by_bits, "scale_interval_by_bits",
+              self.scale_interval_by_bits, "False without a quantizer")
+
+    def contact_interval(self) -> float:
+        if self.quantizer is None or not self.scale_interval_by_bits:
+            return self.server_interval
+        return quantized_interval(self.server_interval, make_quantizer(self.quantizer))
 
 
 class QuAFL(ClockedLearner):
     """QuAFL learner: full local models up, client-side mixing with the pre-update server model."""
 
-    def __init__(self, fed, history, K, lr, s, track_variance=False, quantizer: Quantizer | str | None = None):
-        super().__init__(fed, history, K, lr * (s + 1) / s, s, track_variance)
-        self.quantizer = None if quantizer is None else make_quantizer(quantizer, seed=fed.seed)
+    def __init__(self, fed, history, cfg: QuAFLSettings):
+        super().__init__(fed, history, cfg, lr=cfg.lr * (cfg.s + 1) / cfg.s)
+        self.quantizer = None if cfg.quantizer is None else make_quantizer(cfg.quantizer, seed=fed.seed)
         if isinstance(self.quantizer, LatticeQuantizer):
             history.counters.setdefault("lattice_overflows", 0)
 
@@ -55,3 +82,7 @@ class QuAFL(ClockedLearner):
         if self.quantizer is None:
             return super().message_bytes()
         return self.quantizer.nbytes(self.w.numel())
+
+
+register("quafl", QuAFLSettings, QuAFL, server_clock,
+         "QuAFL (Zakerinia et al.): server clock, local models up, client-side mixing, optional quantization")

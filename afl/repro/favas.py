@@ -8,10 +8,16 @@ third of the clients slow unless noted; non-IID = 2 classes per client, without 
 
 Settings taken from the public QuAFL code the paper built its simulator on (ShayanTalaei/QuAFL), because
 the paper's Appendix C is not available: exponential step times of mean 2 (fast) and 8 (slow); a server
-interaction time of 10 per server step (QuAFL/FAVAS server clock, FedAvg rounds, FedBuff steps); FedBuff's
-local learning rate scaled by Z/n; QuAFL's by (s+1)/s; MNIST fed as pixels in [0, 1] (no Normalize).
-Ours, stated: clients are assigned to speed classes at random (seeded); accuracy is measured on the
-official MNIST test set; the reported number is the accuracy at the final simulated time.
+interaction time of 10 per server step (QuAFL/FAVAS server clock, FedAvg rounds, FedBuff steps); QuAFL's
+local lr scaled by (s+1)/s; MNIST fed as pixels in [0, 1] (no Normalize). Ours, stated: clients are
+assigned to speed classes at random (seeded); accuracy is measured on the official MNIST test set; the
+reported number is the accuracy at the final simulated time.
+
+Each table row is a *method*: an algorithm with the settings of one variant (:data:`METHODS`). Where the
+paper's text and the code it builds on (or what reproduces its numbers) differ, both variants are rows:
+FedBuff as Nguyen et al. describe it (``concurrency`` clients in flight) and as the QuAFL code runs it
+(every client, lr Z/n); FAVAS with the text's ``1/alpha`` and with ``alpha_bar/alpha``; QuAFL at full
+precision and with the QuAFL code's 14-bit lattice exchange.
 """
 from __future__ import annotations
 
@@ -19,14 +25,14 @@ import json
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from ..algorithms import make_federation, run_algorithm
+from ..compress import Quantizer
 from ..data import load_dataset
 from ..errors import check, check_choice
-
-METHODS = ("fedavg", "quafl", "fedbuff", "favas")
 
 #: Table 2's columns: partition scheme and fraction of slow clients.
 SPLITS = {
@@ -35,7 +41,7 @@ SPLITS = {
     "noniid_1of9_fast": dict(partition="shards", slow_fraction=8 / 9),
 }
 
-#: The paper's Table 2 (mean ± std over 10 runs, %), shown only as a labelled reference beside ours.
+#: The paper's Table 2 (mean ± std over 10 runs, %), per algorithm, shown only as a labelled reference.
 PAPER_TABLE2 = {
     "fedavg": {"iid": (93.4, 0.3), "noniid_2of3_fast": (38.7, 7.7), "noniid_1of9_fast": (44.8, 6.9)},
     "quafl": {"iid": (92.3, 0.9), "noniid_2of3_fast": (40.7, 6.7), "noniid_1of9_fast": (45.5, 4.0)},
@@ -61,18 +67,61 @@ class FavasSetting:
     server_interval: float = 10.0
     server_time: float = 10.0
     Z: int = 10
-    fedbuff_lr_scale: float | None = None     # None: Z / n, as the public QuAFL code
+    concurrency: int | None = None   # FedBuff's clients in flight (Nguyen et al.); None: s, FAVAS's contacts per step
     mode: str = "deterministic"
     seeds: int = 3
-    methods: tuple = METHODS
+    methods: tuple = ("fedavg", "quafl", "quafl-lattice14", "fedbuff", "fedbuff-quafl-code", "favas",
+                      "favas-normalized")
     splits: tuple = tuple(SPLITS)
 
     def run_kwargs(self, method: str) -> dict:
-        lr = self.lr
-        if method == "fedbuff":
-            lr *= self.Z / self.n if self.fedbuff_lr_scale is None else self.fedbuff_lr_scale
-        return dict(K=self.K, lr=lr, total_time=self.total_time, eval_every=self.eval_every, s=self.s,
-                    server_interval=self.server_interval, server_time=self.server_time, Z=self.Z, mode=self.mode)
+        """The settings of ``method``'s algorithm in this experiment (see :data:`METHODS`)."""
+        check_choice("method", method, METHODS)
+        return METHODS[method].settings(self)
+
+
+@dataclass(frozen=True)
+class Method:
+    """A row of the tables: ``algorithm`` run with ``settings(cfg)``; ``label`` names it in pictures and
+    ``source`` says where the variant comes from."""
+
+    algorithm: str
+    label: str
+    source: str
+    settings: Callable[[FavasSetting], dict]
+
+
+def _clocked(c: FavasSetting, **extra) -> dict:
+    return dict(K=c.K, lr=c.lr, s=c.s, server_interval=c.server_interval, **extra)
+
+
+def _buffered(c: FavasSetting, **extra) -> dict:
+    return dict(K=c.K, Z=c.Z, server_time=c.server_time, **extra)
+
+
+METHODS: dict[str, Method] = {
+    "fedavg": Method("fedavg", "FedAvg", "FAVAS Sec. 5; rounds as in the QuAFL code",
+                     lambda c: dict(K=c.K, lr=c.lr, s=c.s, server_time=c.server_time)),
+    "quafl": Method("quafl", "QuAFL (full precision)", "FAVAS Sec. 3 without compression; lr (s+1)/s as the code",
+                    _clocked),
+    "quafl-lattice14": Method(
+        "quafl", "QuAFL (14-bit lattice, interval x 14/32)", "the QuAFL notebooks' quantized exchange",
+        lambda c: _clocked(c, quantizer="lattice:14:1e-4", scale_interval_by_bits=True)),
+    "fedbuff": Method("fedbuff", "FedBuff (concurrency s)", "Nguyen et al.: clients in flight bounded; lr as FAVAS",
+                      lambda c: _buffered(c, lr=c.lr, concurrency=c.concurrency or c.s)),
+    "fedbuff-quafl-code": Method(
+        "fedbuff", "FedBuff (every client, lr Z/n)", "the QuAFL code's train_FedBuff",
+        lambda c: _buffered(c, lr=c.lr * c.Z / c.n, concurrency=None)),
+    "favas": Method("favas", "FAVAS (1/alpha)", "FAVAS Alg. 1, l. 24 as written",
+                    lambda c: _clocked(c, mode=c.mode, reweighting="literal")),
+    "favas-normalized": Method("favas", "FAVAS (alpha_bar/alpha)", "ours: 1/alpha with the server step x alpha_bar",
+                               lambda c: _clocked(c, mode=c.mode, reweighting="normalized")),
+}
+
+
+def reference(method: str) -> dict | None:
+    """The paper's Table 2 row of ``method``'s algorithm."""
+    return PAPER_TABLE2.get(METHODS[method].algorithm) if method in METHODS else None
 
 
 #: Experiments: name -> (paper setting, quick setting). Quick settings run in CI and in the notebooks.
@@ -115,11 +164,14 @@ def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, datase
     sp = SPLITS[split]
     fed = make_federation(data, cfg.model, cfg.n, sp["partition"], batch_size=cfg.batch,
                           slow_fraction=sp["slow_fraction"], seed=seed, device=device)
-    out = run_algorithm(method, fed, track_variance=track_variance and method in ("favas", "quafl"),
-                        **cfg.run_kwargs(method))
+    algorithm = METHODS[method].algorithm
+    extra = {"track_variance": True} if track_variance and algorithm in ("favas", "quafl") else {}
+    out = run_algorithm(algorithm, fed, total_time=cfg.total_time, eval_every=cfg.eval_every,
+                        **cfg.run_kwargs(method), **extra)
     sched = out.pop("schedule")
     out.pop("model")
-    out.update(method=method, split=split, seed=seed)
+    out["settings"] = {k: (v.spec if isinstance(v, Quantizer) else v) for k, v in asdict(out["settings"]).items()}
+    out.update(method=method, algorithm=algorithm, split=split, seed=seed)
     if schedule:
         out["schedule"] = sched
     return out
@@ -166,28 +218,31 @@ def table2(runs: list[dict]) -> dict:
             for m, d in rows.items()}
 
 
-def table2_markdown(rows: dict, reference: dict | None = PAPER_TABLE2) -> str:
-    """Our final accuracies (mean ± std) per method and split, each beside the paper's (``reference``)."""
+def table2_markdown(rows: dict, with_paper: bool = True) -> str:
+    """Our final accuracies (mean ± std over seeds; the value alone for one seed) per method and split, each
+    beside the paper's number for the method's algorithm (a labelled reference)."""
     splits = list(next(iter(rows.values())))
-    cols = [c for s in splits for c in ([f"{s} (ours)", f"{s} (paper)"] if reference else [s])]
-    lines = ["| method | " + " | ".join(cols) + " |", "|" + "---|" * (1 + len(cols))]
+    cols = [c for s in splits for c in ([f"{s} (ours)", f"{s} (paper)"] if with_paper else [s])]
+    lines = ["| method | variant | " + " | ".join(cols) + " |", "|" + "---|" * (2 + len(cols))]
     for m, d in rows.items():
         cells = []
         for s in splits:
-            cells.append(f"{d[s]['mean']:.1f} ± {d[s]['std']:.1f}")
-            if reference:
-                p = reference.get(m, {}).get(s)
+            cells.append(f"{d[s]['mean']:.1f}" + (f" ± {d[s]['std']:.1f}" if len(d[s]["per_seed"]) > 1 else ""))
+            if with_paper:
+                p = (reference(m) or {}).get(s)
                 cells.append(f"{p[0]} ± {p[1]}" if p else "–")
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        variant = METHODS[m].source if m in METHODS else ""
+        lines.append(f"| {m} | {variant} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def curves(runs: list[dict], key: str = "accuracy") -> dict:
-    """``{method: {"time", "runs"}}`` for :func:`afl.plots.plot_curves`."""
+    """``{method label: {"time", "runs"}}`` for :func:`afl.plots.plot_curves`."""
     out: dict = {}
     for r in runs:
         if key in r["curve"]:
-            c = out.setdefault(r["method"], {"time": r["curve"]["time"], "runs": []})
+            label = METHODS[r["method"]].label if r["method"] in METHODS else r["method"]
+            c = out.setdefault(label, {"time": r["curve"]["time"], "runs": []})
             c["runs"].append(r["curve"][key])
     return out
 
@@ -196,7 +251,7 @@ def plot_table2(rows: dict, ax=None, title="FAVAS Table 2 (MNIST): ours (bars) v
     from ..plots import plot_bars
     values = {m: {s: v["mean"] for s, v in d.items()} for m, d in rows.items()}
     errors = {m: {s: v["std"] for s, v in d.items()} for m, d in rows.items()}
-    ref = {m: {s: v[0] for s, v in d.items()} for m, d in PAPER_TABLE2.items()}
+    ref = {m: {s: v[0] for s, v in reference(m).items()} for m in rows if reference(m)}
     return plot_bars(values, errors, ax=ax, title=title, reference=ref)
 
 
@@ -238,6 +293,8 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
               "resumed_runs": len({(r["split"], r["method"], r["seed"]) for r in done} &
                                   {(r["split"], r["method"], r["seed"]) for r in runs}),
               "config": asdict(cfg) | {"seeds": seeds or cfg.seeds}, "rows": rows,
+              "methods": {m: {"algorithm": METHODS[m].algorithm, "label": METHODS[m].label,
+                              "source": METHODS[m].source, "settings": cfg.run_kwargs(m)} for m in cfg.methods},
               "paper": {m: {s: {"mean": v[0], "std": v[1]} for s, v in d.items()} for m, d in PAPER_TABLE2.items()}
               if experiment == "favas-table2" else None,
               "runs": runs}
@@ -247,8 +304,9 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
           f"Seeds: {seeds or cfg.seeds}. Final accuracy (%) at simulated time {cfg.total_time:g}, mean ± std over seeds."
           + (" QUICK setting: not comparable with the paper's numbers." if quick or overrides else "")
           + (f" {result['resumed_runs']} of the {len(runs)} runs were read back from `{partial.name}` (`--resume`);"
-             " the same command recomputes them identically." if result["resumed_runs"] else ""),
-          "", table2_markdown(rows, PAPER_TABLE2 if experiment == "favas-table2" else None), "",
+             " the same command recomputes them bit for bit on the same machine (other CPUs may round"
+             " differently, and chaotic runs amplify it)." if result["resumed_runs"] else ""),
+          "", table2_markdown(rows, with_paper=experiment == "favas-table2"), "",
           "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
           "|---|---|---|---|---|---|---|---|"]
     md += [f"| {r['method']} | {r['split']} | {r['seed']} | {100 * r['final_accuracy']:.1f} | {r['client_steps']} | "
@@ -279,6 +337,6 @@ def _machine(device: str) -> str:
             f"{torch.get_num_threads()} threads, device {device}")
 
 
-__all__ = ["METHODS", "SPLITS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting", "compute_run",
+__all__ = ["METHODS", "Method", "SPLITS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting", "compute_run",
            "compute_runs", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy", "plot_variance",
            "run_experiment"]

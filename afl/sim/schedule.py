@@ -7,8 +7,9 @@ policies drive it:
 - :func:`simulate_async_schedule` -- FAVAS / QuAFL: every ``server_interval`` the server contacts ``s`` clients
   drawn uniformly without replacement, interrupts them and collects ``E_i ^ K`` finished steps (FAVAS Alg. 1;
   QuAFL's ``train_quantized_fl``, where the interval is the server interaction + waiting time);
-- :func:`simulate_buffered_schedule` -- FedBuff as simulated in the QuAFL/FAVAS code: every client runs ``K``
-  steps and delivers; the server steps when ``Z`` updates are buffered, and those clients restart from the new model;
+- :func:`simulate_buffered_schedule` -- FedBuff: at most ``concurrency`` clients (every client in the QuAFL/FAVAS
+  code) run ``K`` steps and deliver; the server steps when ``Z`` updates are buffered, then starts idle clients on
+  the new model;
 - :func:`simulate_sync_schedule` -- FedAvg: ``s`` clients run ``K`` steps each, the round ends with the slowest.
 
 Conventions: the first server contact is at ``server_interval`` (QuAFL's contact at time 0 collects nothing); a
@@ -208,18 +209,32 @@ def simulate_async_schedule(profile: SpeedProfile, K: int, s: int, server_interv
 
 
 def simulate_buffered_schedule(profile: SpeedProfile, K: int, Z: int, t_end: float, seed=0, server_time: float = 0.0,
-                               learner=None) -> ScheduleResult:
-    """FedBuff schedule: all clients run ``K`` steps; the server steps when ``Z`` have delivered.
+                               concurrency: int | None = None, learner=None) -> ScheduleResult:
+    """FedBuff schedule: at most ``concurrency`` clients run ``K`` steps; the server steps when ``Z`` have delivered.
 
     Deliveries are taken first come, first served. A server step takes ``server_time`` (QuAFL code: the
-    interaction time): deliveries arriving meanwhile wait in the buffer for the next step. The ``Z`` clients
-    of a step restart at once. ``learner``: as in :func:`simulate_async_schedule`.
+    interaction time): deliveries arriving meanwhile wait in the buffer for the next step. After a step, the
+    ``Z`` clients it took are idle, and clients drawn uniformly from all idle ones start on the new model
+    until ``concurrency`` are in flight (training or waiting in the buffer); at time 0, ``concurrency``
+    uniform clients start. ``concurrency=None`` (every client; the QuAFL/FAVAS code): no draw is needed,
+    the ``Z`` clients of a step restart at once. ``learner``: as in :func:`simulate_async_schedule`.
     """
     clock = ClientClock(profile, K, seed, learner)
-    Z = check_int("Z", Z, 1, profile.n)
+    n = profile.n
+    Z = check_int("Z", Z, 1, n)
+    cap = n if concurrency is None else check_int("concurrency", concurrency, Z, n, hint="Z to n, or None for every client")
     t_end, server_time = check_real("t_end", t_end, 0, strict_low=True), check_real("server_time", server_time, 0)
     buffer: list[int] = []
     free_at, wake = [0.0], [None]
+    in_flight = np.zeros(n, dtype=bool)
+
+    def launch(t, k):
+        """Start k clients drawn uniformly from the idle ones (all of them, in order, if k are idle)."""
+        idle = np.flatnonzero(~in_flight)
+        chosen = idle if k == len(idle) else clock.queue.rng.choice(idle, size=k, replace=False)
+        for c in map(int, chosen):
+            in_flight[c] = True
+            clock.start(c, t)
 
     def maybe_step(t):
         if len(buffer) < Z:
@@ -230,7 +245,10 @@ def simulate_buffered_schedule(profile: SpeedProfile, K: int, Z: int, t_end: flo
             return
         group = buffer[:Z]
         del buffer[:Z]
-        clock.server_step(t, group, flush=True)
+        clock.server_step(t, group, restart=concurrency is None, flush=True)
+        if concurrency is not None:
+            in_flight[group] = False
+            launch(t, cap - int(in_flight.sum()))
         free_at[0] = t + server_time
         maybe_step(t)
 
@@ -242,10 +260,14 @@ def simulate_buffered_schedule(profile: SpeedProfile, K: int, Z: int, t_end: flo
         wake[0] = None
         maybe_step(event.time)
 
-    for c in range(profile.n):
-        clock.start(c, 0.0)
+    if concurrency is None:
+        in_flight[:] = True
+        for c in range(n):
+            clock.start(c, 0.0)
+    else:
+        launch(0.0, cap)
     clock.run(t_end, on_done=on_done, on_server=on_server)
-    return clock.result("buffered", Z=Z, t_end=t_end, seed=seed, server_time=server_time)
+    return clock.result("buffered", Z=Z, t_end=t_end, seed=seed, server_time=server_time, concurrency=concurrency)
 
 
 def simulate_sync_schedule(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0, server_time: float = 0.0,

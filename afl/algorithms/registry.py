@@ -1,0 +1,77 @@
+"""Algorithms by name: each registers its settings dataclass, its learner and its protocol.
+
+Adding an algorithm touches one module: it defines ``Settings`` (a dataclass extending
+:class:`~afl.algorithms.base.Settings`, defaults from its paper), a learner, and calls :func:`register` with
+one of the protocols below (or its own). :func:`afl.algorithms.run_algorithm` looks the name up and builds
+the settings from keyword arguments; a key the algorithm does not have is an error naming the allowed ones
+(and the algorithms it belongs to, if any).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Callable
+
+from ..errors import ParameterError, check_choice
+from ..sim.schedule import (ScheduleResult, simulate_async_schedule, simulate_buffered_schedule,
+                            simulate_sync_schedule)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A registered algorithm: ``settings`` class, ``learner`` class, and ``protocol(fed, cfg, learner, t_end)``
+    that runs the simulator with the learner attached and returns its :class:`~afl.sim.ScheduleResult`."""
+
+    name: str
+    settings: type
+    learner: type
+    protocol: Callable[..., ScheduleResult]
+    summary: str
+
+    def setting_names(self) -> list[str]:
+        return [f.name for f in fields(self.settings)]
+
+    def make_settings(self, **values):
+        """The algorithm's settings from keyword arguments (its paper's defaults for the rest)."""
+        allowed = self.setting_names()
+        for key, value in values.items():
+            if key not in allowed:
+                owners = [a.name for a in REGISTRY.values() if key in a.setting_names()]
+                where = f"; {key!r} is a setting of {', '.join(owners)}" if owners else ""
+                raise ParameterError(key, value, f"a setting of {self.name!r}: {', '.join(allowed)}{where}")
+        return self.settings(**values)
+
+
+REGISTRY: dict[str, Algorithm] = {}
+
+
+def register(name: str, settings: type, learner: type, protocol: Callable[..., ScheduleResult], summary: str) -> None:
+    """Make algorithm ``name`` available to :func:`afl.algorithms.run_algorithm`."""
+    REGISTRY[name] = Algorithm(name, settings, learner, protocol, summary)
+
+
+def get(name: str) -> Algorithm:
+    check_choice("algorithm", name, REGISTRY)
+    return REGISTRY[name]
+
+
+# -- protocols: the simulator's schedules, with settings taken from the algorithm's dataclass --------------
+
+def server_clock(fed, cfg, learner, t_end: float) -> ScheduleResult:
+    """Every ``cfg.server_interval`` the server contacts ``cfg.s`` uniform clients (FAVAS, QuAFL)."""
+    return simulate_async_schedule(fed.profile, K=cfg.K, s=cfg.s, server_interval=cfg.contact_interval(),
+                                   t_end=t_end, seed=fed.seed, learner=learner)
+
+
+def buffered(fed, cfg, learner, t_end: float) -> ScheduleResult:
+    """At most ``cfg.concurrency`` clients train K steps; the server steps per ``cfg.Z`` updates (FedBuff)."""
+    return simulate_buffered_schedule(fed.profile, K=cfg.K, Z=cfg.Z, t_end=t_end, seed=fed.seed,
+                                      server_time=cfg.server_time, concurrency=cfg.concurrency, learner=learner)
+
+
+def synchronous(fed, cfg, learner, t_end: float) -> ScheduleResult:
+    """Rounds of ``cfg.s`` uniform clients, each ending with its slowest client (FedAvg)."""
+    return simulate_sync_schedule(fed.profile, K=cfg.K, s=cfg.s, t_end=t_end, seed=fed.seed,
+                                  server_time=cfg.server_time, learner=learner)
+
+
+__all__ = ["Algorithm", "REGISTRY", "register", "get", "server_clock", "buffered", "synchronous"]

@@ -1,0 +1,34 @@
+"""Process settings that the engine's speed depends on.
+
+:func:`tune_cpu_allocator`: PyTorch CPU tensors come from the C library's ``malloc``. glibc serves blocks of
+a few MB (activations, gradients) with ``mmap`` and hands them back to the kernel when freed, so every
+training step page-faults its freshly mapped memory again (measured here: a 64 MB ``relu`` 25 ms instead
+of 5 ms; the fused MLP step of mlp200, 20 clients, 27 ms instead of 18 ms). Raising glibc's mmap and trim
+thresholds keeps such blocks in the heap for reuse -- what PyTorch's CPU tuning guide gets from jemalloc or
+tcmalloc. Process-wide, once; only on glibc; ``AFL_MALLOC_TUNING=0`` turns it off.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3   # glibc's mallopt parameters (malloc.h)
+_state: dict = {}
+
+
+def tune_cpu_allocator() -> bool:
+    """Keep large freed blocks in the heap (glibc ``mallopt``); True if the tuning is in effect."""
+    if "tuned" not in _state:
+        _state["tuned"] = os.environ.get("AFL_MALLOC_TUNING", "1") != "0" and _mallopt()
+    return _state["tuned"]
+
+
+def _mallopt() -> bool:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):     # not glibc (macOS, Windows, musl): nothing to tune
+        return False
+    return all(mallopt(param, value) == 1 for param, value in
+               ((_M_MMAP_THRESHOLD, 1 << 30), (_M_TRIM_THRESHOLD, (1 << 31) - 1), (_M_TOP_PAD, 256 << 20)))

@@ -1,0 +1,202 @@
+"""How the engine computes one local SGD step of many clients: a strategy per (device, model).
+
+Every strategy computes the same thing -- for k clients with parameters stacked on a leading client axis
+(one ``(k, *shape)`` tensor per model parameter) and their mini-batches ``x`` ``(k, B, ...)``, ``y``
+``(k, B)``, each client's gradient of its own mean loss -- and differs only in how:
+
+* ``"vmap"`` -- ``torch.func.vmap`` of the model's forward over the client axis, one autograd pass. Batched
+  matmuls for linear layers; every convolution becomes one grouped convolution (fast on GPUs, slow on CPUs).
+* ``"loop"`` -- a plain loop over clients, each a ``functional_call`` of the model on its own parameters
+  (views of the stacked tensors), images in channels-last layout. On a CPU this is what oneDNN's convolution
+  and pooling kernels are fastest at (measured: ``afl bench local-sgd``).
+* ``"mlp"`` -- :class:`afl.models.MLP` (Linear-ReLU-...-Linear with cross-entropy) with its forward and
+  backward written out as batched matmuls (``baddbmm``), no autograd; without a correction hook the SGD
+  update is fused into the weight-gradient matmul (``W <- (1 - lr wd) W - lr g^T h``).
+
+:func:`choose_strategy` picks ``mlp`` for afl's MLPs trained with cross-entropy, ``loop`` for models with
+convolutions on a CPU, ``vmap`` otherwise. Every strategy equals the per-client ``torch.optim.SGD`` oracle to
+float tolerance (``tests/test_engine.py``).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call, vmap
+
+from .errors import ParameterError, check_choice
+
+STRATEGIES = ("auto", "vmap", "loop", "mlp")
+
+
+def cross_entropy_sum(logits: Tensor, y: Tensor) -> Tensor:
+    """Sum over clients of each client's mean cross-entropy; ``logits`` ``(C, B, K)``, ``y`` ``(C, B)``."""
+    C, B = y.shape
+    return nn.functional.cross_entropy(logits.reshape(C * B, -1), y.reshape(-1), reduction="sum") / B
+
+
+class Strategy:
+    """Per-client gradients and forwards of one model over stacked parameters (see the module docstring)."""
+
+    name = "strategy"
+    fused_update = False      # has :meth:`sgd_step`, a plain SGD step without materialized gradients
+
+    def __init__(self, module: nn.Module, names: list[str], loss: Callable[[Tensor, Tensor], Tensor]):
+        self.module, self.names, self.loss = module, names, loss
+        self.buffers = dict(module.named_buffers())
+
+    def gradient(self, params: list[Tensor], x: Tensor, y: Tensor) -> list[Tensor]:
+        """One ``(k, *shape)`` gradient per parameter of each client's loss on its batch."""
+        raise NotImplementedError
+
+    def forward(self, params: dict[str, Tensor], x: Tensor, shared_input: bool = False) -> Tensor:
+        """Outputs ``(k, B, ...)`` of k models (``params``: name -> ``(k, *shape)``) on their inputs
+        ``(k, B, ...)``, or on one input ``(B, ...)`` for all with ``shared_input``."""
+        raise NotImplementedError
+
+    def sgd_step(self, params: list[Tensor], x: Tensor, y: Tensor, lr: Tensor, wd: Tensor | None) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class VmapStrategy(Strategy):
+    name = "vmap"
+
+    def _one(self, p, xb):
+        return functional_call(self.module, (p, self.buffers), (xb,))
+
+    def forward(self, params, x, shared_input=False):
+        return vmap(self._one, in_dims=(0, None if shared_input else 0))(params, x)
+
+    def gradient(self, params, x, y):
+        leaves = {n: p.detach().requires_grad_(True) for n, p in zip(self.names, params)}
+        with torch.enable_grad():
+            return list(torch.autograd.grad(self.loss(self.forward(leaves, x), y), list(leaves.values())))
+
+
+class LoopStrategy(Strategy):
+    name = "loop"
+
+    @staticmethod
+    def _layout(x: Tensor) -> Tensor:
+        return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
+
+    def _one(self, params: dict[str, Tensor], c: int, x: Tensor) -> Tensor:
+        return functional_call(self.module, ({n: p[c] for n, p in params.items()}, self.buffers), (x,))
+
+    def forward(self, params, x, shared_input=False):
+        k = next(iter(params.values())).shape[0]
+        if shared_input:
+            x = self._layout(x)
+        return torch.stack([self._one(params, c, x if shared_input else self._layout(x[c])) for c in range(k)])
+
+    def gradient(self, params, x, y):
+        grads = [torch.empty_like(p) for p in params]
+        with torch.enable_grad():
+            for c in range(len(x)):
+                leaves = {n: p[c].detach().requires_grad_(True) for n, p in zip(self.names, params)}
+                out = functional_call(self.module, (leaves, self.buffers), (self._layout(x[c]),))
+                for g, gc in zip(grads, torch.autograd.grad(self.loss(out[None], y[c:c + 1]), list(leaves.values()))):
+                    g[c].copy_(gc)
+        return grads
+
+
+class FusedMLPStrategy(Strategy):
+    """:class:`afl.models.MLP` with cross-entropy, forward and backward as batched matmuls (no autograd).
+
+    With ``h_0 = flatten(x)``, ``z_l = h_{l-1} W_l^T + b_l``, ``h_l = relu(z_l)`` and ``p = softmax(z_L)``,
+    the per-client gradient of the mean loss is ``g_L = (p - onehot(y)) / B``, ``dW_l = g_l^T h_{l-1}``,
+    ``db_l = sum_b g_l``, ``g_{l-1} = (g_l W_l) * [h_{l-1} > 0]`` (the ReLU derivative autograd uses).
+    """
+
+    name = "mlp"
+    fused_update = True
+
+    def __init__(self, module, names, loss):
+        from .models import MLP
+        super().__init__(module, names, loss)
+        if not isinstance(module, MLP):
+            raise ParameterError("strategy", self.name, f"'vmap' or 'loop' for a {type(module).__name__} "
+                                 "(the 'mlp' strategy trains afl.models.MLP)")
+        self.layers = module.n_layers
+
+    def forward(self, params, x, shared_input=False):
+        return self._forward([params[n] for n in self.names], x, shared_input)[-1]
+
+    def _forward(self, params: list[Tensor], x: Tensor, shared_input: bool = False) -> list[Tensor]:
+        """``[h_0, h_1, ..., z_L]`` for k clients."""
+        k = params[0].shape[0]
+        h = x.reshape(x.shape[0], -1).expand(k, -1, -1) if shared_input else x.reshape(k, x.shape[1], -1)
+        hs = [h]
+        for i in range(self.layers):
+            w, b = params[2 * i], params[2 * i + 1]
+            z = torch.baddbmm(b.unsqueeze(1), h, w.transpose(1, 2))
+            h = z.clamp_min_(0) if i < self.layers - 1 else z
+            hs.append(h)
+        return hs
+
+    def _output_grad(self, logits: Tensor, y: Tensor) -> Tensor:
+        g = torch.softmax(logits, dim=-1)
+        k, B, K = g.shape
+        g.view(k * B, K)[torch.arange(k * B, device=g.device), y.reshape(-1)] -= 1
+        return g.div_(B)
+
+    def _backward(self, params, hs, g, visit) -> None:
+        """Walk the layers backwards; ``visit(i, g_i, h_{i-1})`` may update layer i (its weight is read
+        before the call, for the next layer's gradient)."""
+        for i in reversed(range(self.layers)):
+            g_below = torch.bmm(g, params[2 * i]).mul_(hs[i] > 0) if i > 0 else None
+            visit(i, g, hs[i])
+            g = g_below
+
+    def gradient(self, params, x, y):
+        hs = self._forward(params, x)
+        grads: list[Tensor | None] = [None] * len(params)
+
+        def store(i, g, h):
+            grads[2 * i] = torch.bmm(g.transpose(1, 2), h)
+            grads[2 * i + 1] = g.sum(1)
+        self._backward(params, hs, self._output_grad(hs[-1], y), store)
+        return grads
+
+    def sgd_step(self, params, x, y, lr, wd):
+        hs = self._forward(params, x)
+        g = self._output_grad(hs[-1], y).mul_(lr.view(-1, 1, 1))          # lr_c * dL/dz, per client
+        decay = None if wd is None else (1 - lr * wd).view(-1, 1, 1)
+
+        def update(i, g, h):
+            w, b = params[2 * i], params[2 * i + 1]
+            if decay is not None:
+                w.mul_(decay)
+                b.mul_(decay.view(-1, 1))
+            w.baddbmm_(g.transpose(1, 2), h, alpha=-1.0)
+            b.sub_(g.sum(1))
+        self._backward(params, hs, g, update)
+
+
+def choose_strategy(module: nn.Module, device: torch.device, loss) -> str:
+    """``mlp`` for afl's MLPs with cross-entropy, ``loop`` for conv nets on a CPU, ``vmap`` otherwise."""
+    from .models import MLP
+    if isinstance(module, MLP) and loss is cross_entropy_sum:
+        return "mlp"
+    if device.type == "cpu" and any(isinstance(m, nn.Conv2d) for m in module.modules()):
+        return "loop"
+    return "vmap"
+
+
+def make_strategy(name: str, module: nn.Module, names: list[str], loss, device: torch.device) -> Strategy:
+    """The strategy ``name`` (one of :data:`STRATEGIES`; ``"auto"``: :func:`choose_strategy`)."""
+    check_choice("strategy", name, STRATEGIES)
+    if name == "auto":
+        name = choose_strategy(module, device, loss)
+    if name == "mlp" and loss is not cross_entropy_sum:
+        raise ParameterError("strategy", name, "'vmap' or 'loop' for a loss other than cross-entropy")
+    cls = {"vmap": VmapStrategy, "loop": LoopStrategy, "mlp": FusedMLPStrategy}[name]
+    return cls(module, names, loss)
+
+
+__all__ = ["STRATEGIES", "Strategy", "VmapStrategy", "LoopStrategy", "FusedMLPStrategy", "choose_strategy",
+           "make_strategy", "cross_entropy_sum"]
