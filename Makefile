@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.afl-installed
 
-.PHONY: setup demo test test-unit test-notebooks sync-notebooks bench clean
+.PHONY: setup demo test test-unit test-notebooks sync-notebooks notebook-outputs notebooks bench clean
 
 setup: $(STAMP)
 
@@ -25,15 +25,26 @@ test: test-unit test-notebooks
 test-unit: setup
 	AFL_QUICK=1 AFL_DOWNLOAD=0 $(BIN)/python -m pytest -q tests
 
-# Notebooks: the paired percent scripts must match the .ipynb files, and every notebook runs headless.
+# Notebooks: the paired percent scripts must match the .ipynb files, the committed .ipynb files must hold the
+# outputs of a top-to-bottom run (make notebook-outputs), and every notebook runs headless in its quick mode.
 test-notebooks: setup
 	@for nb in notebooks/*.ipynb; do \
 	  $(BIN)/jupytext --quiet --to py:percent -o - "$$nb" | diff -q - "$${nb%.ipynb}.py" >/dev/null \
 	  || { echo "$$nb differs from its paired .py: run make sync-notebooks"; exit 1; }; done
+	$(BIN)/python tools/execute_notebooks.py --check notebooks/*.ipynb
 	AFL_QUICK=1 AFL_DOWNLOAD=0 MPLBACKEND=Agg $(BIN)/python -m pytest -q --nbval-lax notebooks
 
+# Edit notebooks as percent scripts (.py); this updates the paired .ipynb files.
 sync-notebooks: setup
 	$(BIN)/jupytext --sync notebooks/*.py
+
+# Run every notebook top to bottom and keep its outputs in the .ipynb (what a reader browsing the repository sees).
+notebook-outputs: sync-notebooks
+	MPLBACKEND=module://matplotlib_inline.backend_inline $(BIN)/python tools/execute_notebooks.py notebooks/*.ipynb
+
+# Open the notebooks in Jupyter, in the project's environment.
+notebooks: setup
+	$(BIN)/jupyter lab notebooks/
 
 bench: setup
 	$(BIN)/afl bench local-sgd --json

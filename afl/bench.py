@@ -17,9 +17,10 @@ from torch import nn
 
 from .data import load_dataset
 from .engine import LocalSGD, sgd_step_flops
-from .errors import check_choice
+from .errors import check_choice, check_int
 from .jobs import JobQueue
 from .models import build_model
+from .runtime import resolve_device
 from .streams import ClientStreams
 
 #: model -> (dataset, batch size) of the benchmark settings.
@@ -126,11 +127,13 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
                     strategy: str = "auto") -> list[dict]:
     """One result dict per model (see module docstring for what is measured); ``strategy`` as in
     :class:`afl.engine.LocalSGD` (``"auto"``: the engine's choice for the device and model)."""
-    dev = torch.device(device)
+    dev = resolve_device(device)
+    clients, steps = check_int("clients", clients, 1), check_int("steps", steps, 1)
+    for name in models:
+        check_choice("model", name, SETTINGS)
     peak = matmul_peak_gflops(dev)
     rows = []
     for name in models:
-        check_choice("model", name, SETTINGS)
         data_name, batch = SETTINGS[name]
         dataset = load_dataset(data_name, root=root, device=dev)
         torch.manual_seed(0)

@@ -1,4 +1,6 @@
-"""The ``afl`` command line: ``afl models``, ``afl data``, ``afl bench``, ``afl demo``, ``afl repro``."""
+"""The afl command line: reproduce the papers' tables and figures, run the demo, benchmark the engine, list the
+models and algorithms, and check the datasets. Every bad argument is reported as "afl: error: <what>" with
+exit status 2, never as a traceback."""
 from __future__ import annotations
 
 import argparse
@@ -30,12 +32,24 @@ def _algorithms(args) -> None:
         print("    " + ", ".join(f"{k}={v!r}" for k, v in r["settings"].items()))
 
 
-def _data(args) -> None:
-    from .data import load_dataset
+def _data(args) -> int:
+    """Check every named dataset (each reported, none skipped); status 2 if any is missing or corrupt."""
+    from .data import DATASET_NAMES
+    from .data.files import locate
+    from .errors import ChecksumError, DataMissingError, ParameterError
+    failed = 0
     for name in args.names:
-        ds = load_dataset(name, root=args.root, download=args.action == "download")
-        print(f"{name}: train {tuple(ds.train_x.shape)}, test {tuple(ds.test_x.shape)}, "
-              f"{ds.num_classes} classes, checksums verified")
+        try:
+            if name not in DATASET_NAMES:
+                raise ParameterError("name", name, "one of " + ", ".join(DATASET_NAMES))
+            found = locate(name, root=args.root, download=args.action == "download", fresh=True)
+            print(f"{name}: ok, {len(found.md5)} file(s) in {found.root}, MD5 recomputed and verified")
+        except (DataMissingError, ChecksumError, ParameterError) as err:
+            failed += 1
+            print(f"{name}: FAILED\n  " + str(err).replace("\n", "\n  "))
+    if failed:
+        print(f"afl: error: {failed} of {len(args.names)} dataset(s) missing or corrupt", file=sys.stderr)
+    return 2 if failed else 0
 
 
 def _bench(args) -> None:
@@ -59,64 +73,104 @@ def _bench(args) -> None:
 
 def _demo(args) -> None:
     from .demo import run_demo
-    paths = run_demo(out=args.out, quick=args.quick, root=args.root, seed=args.seed)
-    for p in paths:
-        print(p)
+    for p in run_demo(out=args.out, quick=args.quick, root=args.root, seed=args.seed):
+        print(f"wrote {p}")
 
 
 def _repro(args) -> None:
-    from .repro import run_experiment
-    out = run_experiment(args.experiment, quick=args.quick, seeds=args.seeds, out=args.out,
-                         root=args.root, device=args.device, resume=args.resume)
+    from .errors import ParameterError
+    from .repro import replot, report, run_experiment
+    if args.fresh and args.resume:
+        raise ParameterError("--fresh", True, "either --fresh (discard saved runs) or --resume, not both")
+    if args.replot:
+        out = replot(args.experiment, args.out)
+    else:
+        out = run_experiment(args.experiment, quick=args.quick, seeds=args.seeds, out=args.out, root=args.root,
+                             device=args.device, fresh=args.fresh, reuse=args.reuse)
+    print(report(json.loads(out[0].read_text())).split("\n| method | split | seed")[0].rstrip())
+    print()
     for p in out:
-        print(p)
+        print(f"wrote {p}")
+
+
+def _interrupted(args) -> str:
+    """What was kept when Ctrl-C stopped a command, and how to go on."""
+    if getattr(args, "command", None) != "repro":
+        return "afl: interrupted"
+    from pathlib import Path
+    from .results import PartialRuns
+    partial = PartialRuns(Path(args.out) / f"{args.experiment}.partial.jsonl", key="")
+    return (f"afl: interrupted; {partial.count()} finished run(s) are saved in {partial.path}. Run the same "
+            f"command again to resume from them; add --fresh to start over.")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .repro import EXPERIMENTS
     p = argparse.ArgumentParser(prog="afl", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    m = sub.add_parser("models", help="list the model zoo with parameter counts")
-    m.add_argument("--json", action="store_true")
+    m = sub.add_parser("models", help="list the model zoo with parameter counts",
+                       description="Every network afl builds, its parameter count, input shape and source.")
+    m.add_argument("--json", action="store_true", help="print JSON instead of a table")
     m.set_defaults(func=_models)
 
-    a = sub.add_parser("algorithms", help="list the registered algorithms with their settings and defaults")
-    a.add_argument("--json", action="store_true")
+    a = sub.add_parser("algorithms", help="list the registered algorithms with their settings and defaults",
+                       description="Every algorithm run_algorithm knows, its settings and their paper defaults.")
+    a.add_argument("--json", action="store_true", help="print JSON instead of text")
     a.set_defaults(func=_algorithms)
 
-    d = sub.add_parser("data", help="verify or download datasets")
-    d.add_argument("action", choices=["verify", "download"])
-    d.add_argument("names", nargs="+")
-    d.add_argument("--root", default=None)
+    d = sub.add_parser("data", help="verify or download datasets",
+                       description="verify: find every file of each dataset and recompute its MD5 (never a "
+                                   "remembered one); download: fetch what is missing first. Each dataset is "
+                                   "reported; the exit status is 2 if any is missing or corrupt.")
+    d.add_argument("action", choices=["verify", "download"], help="verify, or download then verify")
+    d.add_argument("names", nargs="+", metavar="NAME", help="dataset names (afl.data.DATASET_NAMES)")
+    d.add_argument("--root", default=None, help="data root to use instead of the search path ($AFL_DATA, data/, "
+                                                "~/.cache/afl/data)")
     d.set_defaults(func=_data)
 
-    b = sub.add_parser("bench", help="benchmarks that print measured figures")
-    b.add_argument("what", choices=["local-sgd"])
-    b.add_argument("--models", nargs="+", default=["mlp32", "mlp200", "cnn-cifar", "resnet20"])
-    b.add_argument("--strategy", default="auto", help="engine strategy: auto, vmap, loop or mlp")
-    b.add_argument("--clients", nargs="+", type=int, default=[20])
-    b.add_argument("--steps", type=int, default=20)
-    b.add_argument("--device", default="cpu")
-    b.add_argument("--root", default=None)
+    b = sub.add_parser("bench", help="benchmarks that print measured figures",
+                       description="local-sgd: the engine against a per-client loop written the way the papers' "
+                                   "codes train (deepcopy + DataLoader + torch.optim.SGD), with the machine's "
+                                   "measured fp32 matmul peak.")
+    b.add_argument("what", choices=["local-sgd"], help="what to benchmark")
+    b.add_argument("--models", nargs="+", default=["mlp32", "mlp200", "cnn-cifar", "resnet20"],
+                   help="models to measure (default: %(default)s)")
+    b.add_argument("--clients", nargs="+", type=int, default=[20], help="clients trained at once (default: 20)")
+    b.add_argument("--steps", type=int, default=20, help="local steps per client (default: 20)")
+    b.add_argument("--device", default="cpu", help="cpu, cuda or cuda:<index> (default: cpu)")
+    b.add_argument("--strategy", default="auto", help="engine strategy: auto, vmap, loop or mlp (default: auto)")
+    b.add_argument("--root", default=None, help="data root (default: the search path)")
     b.add_argument("--no-reference", action="store_true", help="skip the slow per-client reference loop")
     b.add_argument("--json", action="store_true", help="one JSON object per line")
     b.set_defaults(func=_bench)
 
-    e = sub.add_parser("demo", help="a few asynchronous clients on MNIST: schedule and accuracy pictures")
-    e.add_argument("--out", default="results/demo")
-    e.add_argument("--quick", action="store_true")
-    e.add_argument("--root", default=None)
-    e.add_argument("--seed", type=int, default=0)
+    e = sub.add_parser("demo", help="asynchronous MNIST clients: the schedule and the four methods' accuracy",
+                       description="Train FedAvg, QuAFL, FedBuff and FAVAS on non-IID MNIST clients with fast "
+                                   "and slow clients; print a result table and write pictures.")
+    e.add_argument("--out", default="results/demo", help="output folder (default: %(default)s)")
+    e.add_argument("--quick", action="store_true", help="a shorter run (about a minute on 2 CPU cores)")
+    e.add_argument("--root", default=None, help="data root (default: the search path)")
+    e.add_argument("--seed", type=int, default=0, help="seed of partition, speeds, model and schedule")
     e.set_defaults(func=_demo)
 
-    r = sub.add_parser("repro", help="reproduce a paper's table or figure")
-    r.add_argument("experiment")
-    r.add_argument("--quick", action="store_true")
-    r.add_argument("--seeds", type=int, default=None)
-    r.add_argument("--out", default="results")
-    r.add_argument("--root", default=None)
-    r.add_argument("--device", default="cpu")
-    r.add_argument("--resume", action="store_true", help="keep the finished runs of an interrupted invocation")
+    names = ", ".join(EXPERIMENTS)
+    r = sub.add_parser("repro", help=f"reproduce a paper's table or figure ({names})",
+                       description="Run an experiment's grid of runs and write OUT/<experiment>.json, .md and .png. "
+                                   "Every finished run is saved at once in OUT/<experiment>.partial.jsonl; "
+                                   "running the same command again resumes from it.")
+    r.add_argument("experiment", metavar="EXPERIMENT", help=f"one of: {names}")
+    r.add_argument("--quick", action="store_true", help="the quick setting (minutes on 2 CPU cores)")
+    r.add_argument("--seeds", type=int, default=None, help="number of seeds (default: the experiment's)")
+    r.add_argument("--out", default="results", help="output folder (default: %(default)s)")
+    r.add_argument("--root", default=None, help="data root (default: the search path)")
+    r.add_argument("--device", default="cpu", help="cpu, cuda or cuda:<index> (default: cpu)")
+    r.add_argument("--fresh", action="store_true", help="discard the saved runs of an interrupted invocation")
+    r.add_argument("--resume", action="store_true", help="resume from saved runs (the default; kept for scripts)")
+    r.add_argument("--reuse", nargs="+", default=[], metavar="JSON",
+                   help="results of other experiments whose identical runs are taken instead of recomputed")
+    r.add_argument("--replot", action="store_true",
+                   help="only rewrite the .md and .png from OUT/<experiment>.json (computes nothing)")
     r.set_defaults(func=_repro)
     return p
 
@@ -124,11 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        return args.func(args) or 0
     except ValueError as err:          # bad input: say what and why, no traceback
         print(f"afl: error: {err}", file=sys.stderr)
         return 2
-    return 0
+    except KeyboardInterrupt:
+        print("\n" + _interrupted(args), file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

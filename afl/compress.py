@@ -16,8 +16,8 @@ is ``ceil(bits(d) / 8)``: a message is padded to whole bytes.
   ``step 2^bits``. :meth:`LatticeQuantizer.overflow` tells, coordinate by coordinate, where that happened
   (a simulation diagnostic: it needs the true ``x``). No side information: ``bits(d) = bits d``.
 * :class:`QSGDQuantizer` ``(bits, bucket=None, norm="l2", seed=0)`` -- QSGD stochastic rounding (Alistarh et
-  al. 2017) as QAFeL defines it (paper 003, Example B.1): with ``s = 2^(bits-1) - 1`` levels and a scale
-  ``||x||`` (``norm="l2"``, QSGD/QAFeL) or ``max |x_i|`` (``norm="max"``), each coordinate is sent as the
+  al. 2017) as QAFeL defines it (Ortega & Jafarkhani 2023, Example B.1): with ``s = 2^(bits-1) - 1`` levels and
+  a scale ``||x||`` (``norm="l2"``, QSGD/QAFeL) or ``max |x_i|`` (``norm="max"``), each coordinate is sent as the
   signed integer ``sign(x_i) xi_i``, ``xi_i`` = ``|x_i| s / ||x||`` rounded up with probability equal to its
   fractional part and down otherwise; the receiver rebuilds ``||x|| / s sign(x) xi``, an unbiased estimate of
   ``x``. A signed code in ``[-s, s]`` takes ``bits`` bits (sign included), and the scale is one float32 per

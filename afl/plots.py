@@ -1,7 +1,37 @@
-"""Shared figures: metric-vs-simulated-time curves (mean ± std over seeds) and method-by-setting bar charts."""
+"""One picture language for the whole package: a method keeps its colour, line style and label everywhere.
+
+:data:`METHOD_STYLES` fixes them by method name (a variant shares its algorithm's colour with another line
+style); :func:`style` gives the style of any name (a stable fallback for names not listed, never the order
+in which methods are passed). :func:`plot_curves` draws metric-vs-simulated-time curves, the mean over seeds
+with a band of ± one standard deviation that the legend names; :func:`plot_bars` draws method-by-setting
+bars with the paper's numbers as black reference marks.
+"""
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
+
+#: name -> (colour, line style, label). Colours: tab10; a method's variants share its colour.
+METHOD_STYLES: dict[str, tuple[str, str, str]] = {
+    "fedavg": ("#7f7f7f", "-", "FedAvg"),
+    "quafl": ("#ff7f0e", "-", "QuAFL (full precision)"),
+    "quafl-lattice14": ("#ff7f0e", "--", "QuAFL (14-bit lattice)"),
+    "fedbuff": ("#2ca02c", "-", "FedBuff (concurrency s, 1/√(1+τ))"),
+    "fedbuff-quafl-code": ("#2ca02c", "--", "FedBuff (every client, lr Z/n)"),
+    "favas": ("#1f77b4", "-", "FAVAS (1/α)"),
+    "favas-normalized": ("#1f77b4", "--", "FAVAS (ᾱ/α)"),
+}
+_FALLBACK = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#d62728"]
+
+
+def style(method: str) -> dict:
+    """``{"color", "linestyle", "label"}`` of ``method``: fixed for known names, a stable hash otherwise."""
+    if method in METHOD_STYLES:
+        color, ls, label = METHOD_STYLES[method]
+    else:
+        color, ls, label = _FALLBACK[zlib.crc32(method.encode()) % len(_FALLBACK)], "-", method
+    return {"color": color, "linestyle": ls, "label": label}
 
 
 def mean_std(runs: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -10,18 +40,31 @@ def mean_std(runs: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
     return arr.mean(axis=0), arr.std(axis=0)
 
 
+def band_label(n: int) -> str:
+    """What a shaded band means, for legends and captions."""
+    return f"band: mean ± std over {n} seeds" if n > 1 else "one seed"
+
+
 def plot_curves(curves: dict, ax=None, ylabel: str = "test accuracy", title: str | None = None,
-                xlabel: str = "simulated time", logy: bool = False, scale: float = 1.0):
-    """``curves[label] = {"time": [...], "runs": [[...] per seed]}``: one line per label, a band of ±1 std."""
+                xlabel: str = "simulated time (time units)", logy: bool = False, scale: float = 1.0):
+    """``curves[method] = {"time": [...], "runs": [[...] per seed]}``: one line per method in its
+    :func:`style`, the mean over seeds, and a band of ± one standard deviation when there are several seeds
+    (the legend says so). With ``logy``, non-positive values (e.g. a spread of zero at t = 0) are left out."""
     import matplotlib.pyplot as plt
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
-    for label, c in curves.items():
+    seeds = set()
+    for method, c in curves.items():
         mean, std = mean_std(c["runs"])
-        t = np.asarray(c["time"])
-        line, = ax.plot(t, mean * scale, label=label)
+        t = np.asarray(c["time"], dtype=float)
+        y, lo, hi = mean * scale, (mean - std) * scale, (mean + std) * scale
+        if logy:
+            y = np.where(y > 0, y, np.nan)
+            lo = np.where(lo > 0, lo, np.nan)
+        ax.plot(t, y, **style(method))
+        seeds.add(len(c["runs"]))
         if len(c["runs"]) > 1:
-            ax.fill_between(t, (mean - std) * scale, (mean + std) * scale, color=line.get_color(), alpha=0.2)
+            ax.fill_between(t, lo, hi, color=style(method)["color"], alpha=0.15, linewidth=0)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if logy:
@@ -29,13 +72,22 @@ def plot_curves(curves: dict, ax=None, ylabel: str = "test accuracy", title: str
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend()
+    handles, labels = ax.get_legend_handles_labels()
+    if seeds and max(seeds) > 1:
+        from matplotlib.patches import Patch
+        handles.append(Patch(color="#bbbbbb", alpha=0.5))
+        labels.append(band_label(max(seeds)))
+    if len(handles) > 4:          # many methods: beside the axes, never over the curves
+        ax.legend(handles, labels, fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(handles, labels, fontsize=8, frameon=False)
     return ax
 
 
 def plot_bars(values: dict, errors: dict | None = None, ax=None, ylabel: str = "final test accuracy (%)",
-              title: str | None = None, reference: dict | None = None):
-    """Grouped bars ``values[method][setting]`` (± ``errors``); optional hollow ``reference`` bars beside them."""
+              title: str | None = None, reference: dict | None = None, seeds: int | None = None):
+    """Grouped bars ``values[method][setting]`` in each method's :func:`style` (± ``errors``, the std over
+    ``seeds``), and black marks at ``reference[method][setting]`` (the paper's numbers)."""
     import matplotlib.pyplot as plt
     methods = list(values)
     settings = list(next(iter(values.values())))
@@ -43,19 +95,33 @@ def plot_bars(values: dict, errors: dict | None = None, ax=None, ylabel: str = "
         _, ax = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(methods)
     x = np.arange(len(settings))
+    marked = False
     for k, m in enumerate(methods):
         pos = x - 0.4 + width * (k + 0.5)
+        st = style(m)
         vals = [values[m][s] for s in settings]
-        errs = [errors[m][s] for s in settings] if errors else None
-        ax.bar(pos, vals, width, yerr=errs, capsize=3, label=m)
+        errs = [errors[m][s] for s in settings] if errors and (seeds or 2) > 1 else None
+        ax.bar(pos, vals, width, yerr=errs, capsize=2, color=st["color"], label=st["label"],
+               hatch="//" if st["linestyle"] != "-" else None, edgecolor="white", linewidth=0)
         if reference and m in reference:
             ref = [reference[m].get(s, np.nan) for s in settings]
-            ax.scatter(pos, ref, marker="_", s=200, color="black", zorder=3,
-                       label="paper (reference)" if k == 0 else None)
+            ax.scatter(pos, ref, marker="_", s=120, color="black", zorder=3,
+                       label=None if marked else "paper (reference)")
+            marked = True
     ax.set_xticks(x, settings)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    extra = f"error bars: std over {seeds} seeds" if seeds and seeds > 1 else None
+    handles, labels = ax.get_legend_handles_labels()
+    if extra:
+        from matplotlib.lines import Line2D
+        handles.append(Line2D([], [], color="black", marker="|", linestyle="none"))
+        labels.append(extra)
+    ax.legend(handles, labels, fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              handleheight=1.4)
     return ax
+
+
+__all__ = ["METHOD_STYLES", "style", "mean_std", "band_label", "plot_curves", "plot_bars"]

@@ -1,4 +1,6 @@
-"""Process settings that the engine's speed depends on.
+"""The machine afl runs on: which devices exist, and process settings that the engine's speed depends on.
+
+:func:`resolve_device`: a device name checked against what this machine has, before anything runs.
 
 :func:`tune_cpu_allocator`: PyTorch CPU tensors come from the C library's ``malloc``. glibc serves blocks of
 a few MB (activations, gradients) with ``mmap`` and hands them back to the kernel when freed, so every
@@ -12,9 +14,33 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3   # glibc's mallopt parameters (malloc.h)
 _state: dict = {}
+
+
+def resolve_device(device) -> torch.device:
+    """``device`` (``"cpu"``, ``"cuda"``, ``"cuda:<index>"`` or a ``torch.device``) if this machine has it; a
+    :class:`~afl.errors.ParameterError` naming ``device`` and what is available otherwise."""
+    import torch
+
+    from .errors import ParameterError
+    n_gpu = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    available = "'cpu'" + (f", 'cuda' or 'cuda:0' to 'cuda:{n_gpu - 1}'" if n_gpu else
+                           " (no CUDA device is available on this machine)")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ParameterError("device", device, available) from None
+    if dev.type == "cuda" and (n_gpu == 0 or (dev.index or 0) >= n_gpu):
+        raise ParameterError("device", device, available)
+    if dev.type not in ("cpu", "cuda"):
+        raise ParameterError("device", device, available)
+    return dev
 
 
 def tune_cpu_allocator() -> bool:

@@ -20,9 +20,9 @@
 # server (FedAvg) waits for every selected client before it updates the model, so each round lasts as long as its
 # slowest client: a *straggler*. **Asynchronous** servers do not wait, and pay for it differently:
 #
-# - **FAVAS / QuAFL** (paper 001): the server ticks on its own clock and *interrupts* `s` random clients; each sends
+# - **FAVAS / QuAFL** (FAVAS, Leconte et al. 2023, arXiv:2305.16099): the server ticks on its own clock and *interrupts* `s` random clients; each sends
 #   whatever it has, `E_i ∧ K` local steps, so fast clients contribute more work than slow ones;
-# - **FedBuff** (papers 001, 003): the server updates as soon as `Z` clients have finished their `K` steps, so its
+# - **FedBuff** (Nguyen et al., AISTATS 2022, arXiv:2106.06639; used by FAVAS and QAFeL): the server updates as soon as `Z` clients have finished their `K` steps, so its
 #   buffer fills with the fast ones and the slow ones arrive with stale models.
 #
 # This notebook runs these schedules **without any training**: only simulated time, so that we can see who works
@@ -98,7 +98,9 @@ assert profile.counts() == {"fast": 13, "slow": 7}
 # %%
 K, S, INTERVAL, Z = 5, 4, 2.0, 4
 sync = simulate_sync_schedule(profile, K=K, s=S, t_end=T_END, seed=SEED)
-plot_timeline(sync.timeline, t_max=T_SHOW, title="FedAvg: every round waits for its slowest client")
+t_rounds = 1.05 * sync.timeline.server_steps[2]          # wide enough for the first three rounds
+plot_timeline(sync.timeline, t_max=t_rounds, title=f"FedAvg: every round waits for its slowest client "
+              f"(the first three rounds: {t_rounds:.0f} time units)")
 plt.show()
 round_time = np.diff([0.0, *sync.timeline.server_steps]).mean()
 print(f"FedAvg: {sync.server_steps} server steps in {T_END:g} time units, mean round {round_time:.1f}")
@@ -189,18 +191,21 @@ assert buff_c.staleness().mean() < buff.staleness().mean() / 2
 # ## 4. The knobs
 #
 # Move the sliders: fraction of slow clients, clients per server step `s`, local steps `K`, the server's
-# interval, FedBuff's buffer size `Z` and its concurrency (at least `Z`; 20 = every client). Try `K = 1` (everyone finishes: no bias), a long server interval
-# (slow clients catch up), or a large fraction of slow clients with a small `Z`.
+# interval, FedBuff's buffer size `Z` and its concurrency (at least `Z`; 20 = every client). Try `K = 1`
+# (everyone finishes: no bias), a long server interval (slow clients catch up), or a large fraction of slow clients
+# with a small `Z`. The pictures are redrawn when a slider is released.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 controls = {
-    "slow_fraction": widgets.FloatSlider(value=1 / 3, min=0.0, max=0.9, step=0.05, description="slow fraction"),
-    "s": widgets.IntSlider(value=S, min=1, max=20, description="s"),
-    "K": widgets.IntSlider(value=K, min=1, max=20, description="K"),
-    "server_interval": widgets.FloatSlider(value=INTERVAL, min=0.5, max=10.0, step=0.5, description="interval"),
-    "Z": widgets.IntSlider(value=Z, min=1, max=20, description="buffer Z"),
-    "concurrency": widgets.IntSlider(value=20, min=1, max=20, description="concurrency"),
+    "slow_fraction": widgets.FloatSlider(value=1 / 3, min=0.0, max=0.9, step=0.05, description="slow fraction",
+                                         continuous_update=False),
+    "s": widgets.IntSlider(value=S, min=1, max=20, description="s", continuous_update=False),
+    "K": widgets.IntSlider(value=K, min=1, max=20, description="K", continuous_update=False),
+    "server_interval": widgets.FloatSlider(value=INTERVAL, min=0.5, max=10.0, step=0.5, description="interval",
+                                           continuous_update=False),
+    "Z": widgets.IntSlider(value=Z, min=1, max=20, description="buffer Z", continuous_update=False),
+    "concurrency": widgets.IntSlider(value=20, min=1, max=20, description="concurrency", continuous_update=False),
 }
 
 
@@ -226,3 +231,17 @@ widgets.VBox([widgets.HBox(list(controls.values())[:3]), widgets.HBox(list(contr
 #
 # The same simulator (`afl.sim`) drives the training notebooks that follow: the schedules there are these ones,
 # with real local SGD inside the bars.
+
+# %% [markdown]
+# ## References
+#
+# - L. Leconte, V. M. Nguyen, E. Moulines. *FAVAS: Federated AVeraging with ASynchronous clients.*
+#   arXiv:2305.16099, 2023 (later versions titled FAVANO). Its simulator is QuAFL's.
+# - H. Zakerinia, S. Talaei, G. Nadiradze, D. Alistarh. *QuAFL: Federated Averaging Can Be Both Asynchronous and
+#   Communication-Efficient.* arXiv:2206.10032, 2022. Code: github.com/ShayanTalaei/QuAFL.
+# - J. Nguyen, K. Malik, H. Zhan, A. Yousefpour, M. Rabbat, M. Malek, D. Huba. *Federated Learning with Buffered
+#   Asynchronous Aggregation* (FedBuff). AISTATS 2022, arXiv:2106.06639.
+# - T. Ortega, H. Jafarkhani. *Asynchronous Federated Learning with Bidirectional Quantized Communications and
+#   Buffered Aggregation* (QAFeL). ICML 2023 Workshop on Federated Learning, arXiv:2308.00263.
+# - B. Askin, P. Sharma, C. Joe-Wong, G. Joshi. *FedAST: Federated Asynchronous Simultaneous Training.* UAI 2024,
+#   arXiv:2406.00302.

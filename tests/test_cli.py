@@ -45,4 +45,157 @@ def test_bench_reports_every_key(capsys):
 @pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the MNIST mirror")
 def test_data_verify(capsys):
     assert main(["data", "verify", "mnist"]) == 0
-    assert "checksums verified" in capsys.readouterr().out
+    assert "mnist: ok" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ no tracebacks: every bad argument is named
+
+@pytest.mark.parametrize("argv, name", [
+    (["repro", "favas-table2", "--quick", "--device", "cuda"], "device='cuda'"),
+    (["repro", "favas-table2", "--quick", "--device", "gpu"], "device='gpu'"),
+    (["repro", "favas-table2", "--quick", "--seeds", "0"], "seeds=0"),
+    (["bench", "local-sgd", "--device", "cuda"], "device='cuda'"),
+    (["bench", "local-sgd", "--clients", "0"], "clients=0"),
+    (["bench", "local-sgd", "--clients", "-3"], "clients=-3"),
+    (["bench", "local-sgd", "--steps", "0"], "steps=0"),
+    (["bench", "local-sgd", "--models", "vgg"], "model='vgg'"),
+    (["repro", "favas-table2", "--quick", "--fresh", "--resume"], "--fresh"),
+])
+def test_bad_arguments_are_errors_not_tracebacks(argv, name, capsys, tmp_path, monkeypatch):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)        # the same on a machine with a GPU
+    assert main(argv + (["--out", str(tmp_path / "out")] if argv[0] == "repro" else [])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("afl: error: ") and name in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()                                  # nothing created before the checks
+
+
+def test_unwritable_output_folder_is_an_error(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["repro", "favas-table2", "--quick", "--out", str(blocker / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "out=" in err and "a directory afl can create" in err
+
+
+def test_help_names_the_experiments_and_has_no_markup(capsys):
+    with pytest.raises(SystemExit):
+        main(["repro", "--help"])
+    text = capsys.readouterr().out
+    assert "favas-table2" in text and "favas-fig2" in text and "--fresh" in text and "resume" in text
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "``" not in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ saved runs are never lost
+
+TINY = dict(n=8, s=2, Z=2, K=3, batch=8, total_time=40.0, eval_every=20.0, seeds=1, splits=("iid",),
+            methods=("fedavg", "favas"))
+
+
+@pytest.fixture
+def tiny_experiment(monkeypatch):
+    """favas-table2 on 8 synthetic clients: seconds, no dataset needed."""
+    from afl.data import make_synthetic
+    from afl.repro import favas as fr
+    data = make_synthetic(200, 40, shape=(1, 28, 28), num_classes=10, seed=0)
+    monkeypatch.setattr(fr, "load_dataset", lambda *a, **k: data)
+    real = fr.setting
+    monkeypatch.setattr(fr, "setting", lambda name, quick=None, **kw: real(name, quick=quick, **{**TINY, **kw}))
+    return fr
+
+
+def test_interrupted_run_keeps_its_runs_and_says_how_to_resume(tiny_experiment, monkeypatch, tmp_path, capsys):
+    fr = tiny_experiment
+    real, calls = fr.compute_run, []
+
+    def stop_at_third(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+    monkeypatch.setattr(fr, "compute_run", stop_at_third)
+    out = tmp_path / "res"
+    argv = ["repro", "favas-table2", "--seeds", "2", "--out", str(out)]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    partial = out / "favas-table2.partial.jsonl"
+    assert "2 finished run(s) are saved" in err and str(partial) in err and "--fresh" in err
+    assert "Traceback" not in err and len(partial.read_text().splitlines()) == 2
+    # the same command again, without --resume: the saved runs are kept and not recomputed
+    monkeypatch.setattr(fr, "compute_run", real)
+    calls.clear()
+    assert main(argv) == 0
+    result = json.loads((out / "favas-table2.json").read_text())
+    assert result["resumed_runs"] == 2 and len(result["runs"]) == 4 and not partial.exists()
+    printed = capsys.readouterr().out
+    assert "| fedavg |" in printed and "wrote " in printed                 # the result table, then the files
+
+
+def test_saved_runs_of_another_setting_are_not_mixed_in(tiny_experiment, tmp_path, capsys):
+    out = tmp_path / "res"
+    partial = out / "favas-table2.partial.jsonl"
+    out.mkdir()
+    partial.write_text(json.dumps({"method": "fedavg", "split": "iid", "seed": 0, "setting_key": "other"}) + "\n")
+    assert main(["repro", "favas-table2", "--out", str(out)]) == 2
+    assert "--fresh" in capsys.readouterr().err and partial.read_text()    # refused, and the file kept
+    assert main(["repro", "favas-table2", "--out", str(out), "--fresh"]) == 0
+
+
+# ------------------------------------------------------------------ afl data verify
+
+@pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the MNIST mirror")
+def test_verify_reports_every_dataset_and_recomputes_md5(tmp_path, monkeypatch, capsys):
+    import shutil
+    from pathlib import Path
+    monkeypatch.setenv("AFL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("AFL_DOWNLOAD", "0")
+    root = tmp_path / "root"
+    (root / "MNIST" / "raw").mkdir(parents=True)
+    for f in (Path(os.environ["AFL_DATA"]) / "MNIST" / "raw").glob("*.gz"):
+        shutil.copy(f, root / "MNIST" / "raw" / f.name)
+    assert main(["data", "verify", "tinyimagenet", "mnist", "nope", "--root", str(root)]) == 2
+    out = capsys.readouterr()
+    assert "tinyimagenet: FAILED" in out.out and "mnist: ok" in out.out and "nope: FAILED" in out.out
+    assert "afl data download" in out.out and "2 of 3" in out.err
+    # flip one byte, restore size and mtime: a remembered MD5 would pass it; verify recomputes
+    f = root / "MNIST" / "raw" / "t10k-labels-idx1-ubyte.gz"
+    st = f.stat()
+    data = bytearray(f.read_bytes())
+    data[200] ^= 0x01
+    f.write_bytes(bytes(data))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert main(["data", "verify", "mnist", "--root", str(root)]) == 2
+    assert "mnist: FAILED" in capsys.readouterr().out
+
+
+def test_reuse_takes_identical_runs_and_replot_computes_nothing(tiny_experiment, monkeypatch, tmp_path, capsys):
+    fr = tiny_experiment
+    out = tmp_path / "res"
+    assert main(["repro", "favas-table2", "--out", str(out)]) == 0
+    table = out / "favas-table2.json"
+    monkeypatch.setattr(fr, "compute_run", lambda *a, **k: pytest.fail("a reused run was computed again"))
+    assert main(["repro", "favas-fig1", "--out", str(out), "--reuse", str(table)]) == 0
+    fig1 = json.loads((out / "favas-fig1.json").read_text())
+    assert fig1["reused_runs"] == len(fig1["runs"]) == 2 and "--reuse" in fig1["command"]
+    (out / "favas-fig1.md").unlink()
+    assert main(["repro", "favas-fig1", "--out", str(out), "--replot"]) == 0
+    assert (out / "favas-fig1.md").read_text().startswith("# favas-fig1")
+    assert main(["repro", "favas-fig2", "--out", str(tmp_path / "empty"), "--replot"]) == 2
+
+
+def test_a_changed_method_definition_is_not_reused(tiny_experiment, tmp_path):
+    from dataclasses import replace
+    fr = tiny_experiment
+    out = tmp_path / "res"
+    assert main(["repro", "favas-table2", "--out", str(out)]) == 0
+    runs = json.loads((out / "favas-table2.json").read_text())["runs"]
+    cfg = fr.setting("favas-table2")
+    assert all(fr.same_run(r, cfg) for r in runs)
+    changed = replace(fr.METHODS["favas"], settings=lambda c: fr._clocked(c, reweighting="normalized"))
+    fr.METHODS["favas"], original = changed, fr.METHODS["favas"]
+    try:
+        assert [fr.same_run(r, cfg) for r in runs] == [r["method"] != "favas" for r in runs]
+    finally:
+        fr.METHODS["favas"] = original

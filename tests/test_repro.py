@@ -16,7 +16,8 @@ def test_settings_follow_the_paper():
                                                                                               5000.0, 10)
     assert paper.run_kwargs("fedbuff-quafl-code")["lr"] == pytest.approx(0.5 * 10 / 100)  # QuAFL code: lr Z / n
     assert paper.run_kwargs("fedbuff-quafl-code")["concurrency"] is None
-    assert (paper.run_kwargs("fedbuff")["lr"], paper.run_kwargs("fedbuff")["concurrency"]) == (0.5, 20)
+    fedbuff = paper.run_kwargs("fedbuff")
+    assert (fedbuff["lr"], fedbuff["concurrency"], fedbuff["staleness"]) == (0.5, 20, "sqrt")
     assert paper.run_kwargs("favas")["reweighting"] == "literal" and paper.run_kwargs("favas")["lr"] == 0.5
     assert paper.run_kwargs("favas-normalized")["reweighting"] == "normalized"
     assert paper.run_kwargs("quafl-lattice14")["quantizer"] == "lattice:14:1e-4"

@@ -1,4 +1,4 @@
-"""FAVAS: Federated AVeraging with ASynchronous clients (paper 001, Algorithm 1 and Sec. 4).
+"""FAVAS: Federated AVeraging with ASynchronous clients (Leconte et al. 2023, Algorithm 1 and Sec. 4).
 
 Clients train concurrently from the last server model they received, at most K steps, then wait. Every
 server step the server contacts s clients drawn uniformly without replacement; contacted client i, having

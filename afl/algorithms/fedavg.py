@@ -1,4 +1,4 @@
-"""FedAvg (McMahan et al. 2017), synchronous, as FAVAS compares against it (paper 001, Sec. 5).
+"""FedAvg (McMahan et al. 2017), synchronous, as FAVAS (Leconte et al. 2023, Sec. 5) compares against it.
 
 Each round the server samples s clients uniformly without replacement; each trains exactly K local steps
 from the server model; the server replaces its model by their average. A round lasts as long as the

@@ -1,4 +1,4 @@
-"""FedBuff (Nguyen et al. 2022), as FAVAS uses it (paper 001, Sec. 5) and in its general form.
+"""FedBuff (Nguyen et al. 2022), as FAVAS (Leconte et al. 2023, Sec. 5) uses it and in its general form.
 
 At most ``concurrency`` clients train at once; each trains K local steps from the server model it received
 and uploads its update ``Delta_j = w_start - w_end``. The server buffers updates and, once Z have arrived,

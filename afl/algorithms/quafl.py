@@ -1,4 +1,4 @@
-"""QuAFL (Zakerinia et al. 2022) as FAVAS describes it (paper 001, Sec. 3) and its public code runs it.
+"""QuAFL (Zakerinia et al. 2022) as FAVAS (Leconte et al. 2023, Sec. 3) describes it and its code runs it.
 
 Every server step the server contacts s uniform clients. Each sends its current local model w^i (all the
 progress since its last contact, at most K steps); the server averages

@@ -25,7 +25,8 @@ class ClientState:
         if name not in self._tables:
             table = self._like.new_empty(self.n, self._like.numel())
             if isinstance(init, Tensor):
-                check(init.shape == self._like.shape, "init", tuple(init.shape), f"a scalar or {tuple(self._like.shape)}")
+                check(init.shape == self._like.shape, "init", tuple(init.shape),
+                      f"a scalar or {tuple(self._like.shape)}")
                 table.copy_(init.expand_as(table))
             else:
                 table.fill_(float(init))

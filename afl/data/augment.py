@@ -14,14 +14,19 @@ from torch import Tensor
 from afl.errors import check, check_int
 
 
-def _rand_int(high: int, n: int, generator: torch.Generator, device) -> Tensor:
-    return torch.randint(0, high, (n,), generator=generator, device=generator.device).to(device)
+def _rand_int(high: int, n: int, generator: torch.Generator | None, device) -> Tensor:
+    """Uniform integers in [0, high) from ``generator`` (torch's global generator if None)."""
+    return torch.randint(0, high, (n,), generator=generator, device=_device(generator, device)).to(device)
+
+
+def _device(generator: torch.Generator | None, device):
+    return device if generator is None else generator.device
 
 
 def random_flip(x: Tensor, generator: torch.Generator, p: float = 0.5) -> Tensor:
     """Flip each image of ``x`` (B, C, H, W) left-right with probability ``p``."""
     check(x.dim() == 4, "x", tuple(x.shape), "a (B, C, H, W) batch")
-    u = torch.rand((x.shape[0],), generator=generator, device=generator.device).to(x.device)
+    u = torch.rand((x.shape[0],), generator=generator, device=_device(generator, x.device)).to(x.device)
     return torch.where((u < p).view(-1, 1, 1, 1), x.flip(3), x)
 
 

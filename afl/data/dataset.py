@@ -75,7 +75,8 @@ class Dataset:
     def to(self, device, dtype: torch.dtype | None = None) -> "Dataset":
         """A copy with every tensor on ``device``; with ``dtype``, floating-point inputs in that type."""
         mv = lambda t: None if t is None else t.to(device)  # noqa: E731
-        inputs = lambda t: t.to(device, dtype) if dtype is not None and t.is_floating_point() else t.to(device)  # noqa: E731
+        def inputs(t):
+            return t.to(device, dtype) if dtype is not None and t.is_floating_point() else t.to(device)
         return replace(self, train_x=inputs(self.train_x), train_y=mv(self.train_y), test_x=inputs(self.test_x),
                        test_y=mv(self.test_y), train_groups=mv(self.train_groups),
                        test_groups=mv(self.test_groups))

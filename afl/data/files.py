@@ -56,12 +56,13 @@ def download_allowed(download: bool | None) -> bool:
     return os.environ.get("AFL_DOWNLOAD", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def md5sum(path: Path, chunk: int = 1 << 20) -> str:
-    """MD5 of a file, memoised in the cache by (absolute path, size, mtime_ns)."""
+def md5sum(path: Path, chunk: int = 1 << 20, fresh: bool = False) -> str:
+    """MD5 of a file, memoised in the cache by (absolute path, size, mtime_ns) to make loading fast;
+    ``fresh=True`` always reads the file (a verification must: size and mtime can be restored)."""
     path = Path(path)
     st = path.stat()
     key = os.path.abspath(path)
-    hit = cache.md5_memo_get(key, st.st_size, st.st_mtime_ns)
+    hit = None if fresh else cache.md5_memo_get(key, st.st_size, st.st_mtime_ns)
     if hit is not None:
         return hit
     h = hashlib.md5()
@@ -73,14 +74,14 @@ def md5sum(path: Path, chunk: int = 1 << 20) -> str:
     return digest
 
 
-def check_md5(path: Path, expected: str, dataset: str) -> str:
+def check_md5(path: Path, expected: str, dataset: str, fresh: bool = False) -> str:
     """Return the file's MD5; raise :class:`ChecksumError` naming file, expected and actual if it differs."""
-    actual = md5sum(path)
+    actual = md5sum(path, fresh=fresh)
     if actual != expected:
         raise ChecksumError(
             f"dataset {dataset!r}: file {path} has md5 {actual}, expected {expected}. The file is corrupt "
-            f"or from another release: replace it (delete it to re-download), or, if you trust it, pass "
-            f"checksums={{'<relative path>': '<md5>'}} or verify=False to load_dataset.")
+            f"or from another release: replace it (delete it, then `afl data download {dataset}`), or, if you "
+            f"trust it, pass checksums={{'<relative path>': '<md5>'}} or verify=False to load_dataset.")
     return actual
 
 
@@ -110,11 +111,12 @@ def _expected(source: Source, checksums: dict | None) -> dict[str, str | None]:
 
 
 def locate(name: str, root=None, download: bool | None = None, checksums: dict | None = None,
-           verify: bool = True) -> Located:
+           verify: bool = True, fresh: bool = False) -> Located:
     """Find (or download) every file of dataset ``name`` and verify the MD5s.
 
     ``checksums`` overrides the published MD5 of some files (e.g. files written by a test or another
-    release); ``verify=False`` skips MD5 checks (the files are still required).
+    release); ``verify=False`` skips MD5 checks (the files are still required); ``fresh=True`` recomputes
+    every MD5 instead of trusting the memo (``afl data verify``).
     """
     if name not in SOURCES:
         raise ParameterError("name", name, "one of " + ", ".join(DATASET_NAMES))
@@ -139,7 +141,7 @@ def locate(name: str, root=None, download: bool | None = None, checksums: dict |
     md5 = {}
     for rel, m in expected.items():
         if m is not None and verify:
-            md5[rel] = check_md5(found / rel, m, name)
+            md5[rel] = check_md5(found / rel, m, name, fresh=fresh)
     return Located(name, found, md5)
 
 
@@ -155,8 +157,8 @@ def _missing_message(source: Source, expected, roots, reason) -> str:
                  f"{source.name!r}, root=<root>).")
     urls = [source.archive.url] if source.archive else sorted({u for us in source.urls.values() for u in us})
     if urls:
-        lines.append("Download URL(s): " + ", ".join(urls)
-                     + " (or allow automatic download: download=True, AFL_DOWNLOAD unset or 1).")
+        lines.append("Download URL(s): " + ", ".join(urls) + f". Or let afl fetch it: `afl data download "
+                     f"{source.name}` (in Python: load_dataset({source.name!r}, download=True)).")
     return "\n".join(lines)
 
 

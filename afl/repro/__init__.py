@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..errors import check_choice
 from . import favas
+from .favas import report
 
 #: experiment name -> module that computes it
 EXPERIMENTS = {name: favas for name in favas.EXPERIMENTS}
@@ -12,3 +13,12 @@ def run_experiment(name: str, **kwargs):
     """Compute experiment ``name`` and write its JSON, markdown table and figure (see the paper's module)."""
     check_choice("experiment", name, EXPERIMENTS)
     return EXPERIMENTS[name].run_experiment(name, **kwargs)
+
+
+def replot(name: str, out="results"):
+    """Rewrite experiment ``name``'s markdown and figure from its JSON in ``out``, computing nothing."""
+    check_choice("experiment", name, EXPERIMENTS)
+    return EXPERIMENTS[name].replot(name, out)
+
+
+__all__ = ["EXPERIMENTS", "run_experiment", "replot", "report"]

@@ -1,5 +1,5 @@
-"""FAVAS (paper 001) Table 2 and Figures 1-3: their settings (quick and paper scale) and the functions
-that compute them. Notebooks and ``afl repro favas-*`` both call these.
+"""FAVAS (Leconte et al. 2023, arXiv:2305.16099) Table 2 and Figures 1-3: their settings (quick and paper
+scale) and the functions that compute them. Notebooks and ``afl repro favas-*`` both call these.
 
 Settings the paper states (Sec. 5): n = 100 clients, s = 20, K = 20 local steps, batch 128, FedBuff
 buffer Z = 10; MNIST shallow net (the public QuAFL code's MnistNet, 784-32-10), lr 0.5, total simulated
@@ -15,9 +15,9 @@ reported number is the accuracy at the final simulated time.
 
 Each table row is a *method*: an algorithm with the settings of one variant (:data:`METHODS`). Where the
 paper's text and the code it builds on (or what reproduces its numbers) differ, both variants are rows:
-FedBuff as Nguyen et al. describe it (``concurrency`` clients in flight) and as the QuAFL code runs it
-(every client, lr Z/n); FAVAS with the text's ``1/alpha`` and with ``alpha_bar/alpha``; QuAFL at full
-precision and with the QuAFL code's 14-bit lattice exchange.
+FedBuff as Nguyen et al. describe it (``concurrency`` clients in flight, updates weighted by
+1/sqrt(1 + staleness)) and as the QuAFL code runs it (every client, lr Z/n); FAVAS with the text's ``1/alpha``
+and with ``alpha_bar/alpha``; QuAFL at full precision and with the QuAFL code's 14-bit lattice exchange.
 """
 from __future__ import annotations
 
@@ -29,10 +29,13 @@ from typing import Callable
 
 import numpy as np
 
-from ..algorithms import make_federation, run_algorithm
+from ..algorithms import get as get_algorithm, make_federation, run_algorithm
 from ..compress import Quantizer
 from ..data import load_dataset
-from ..errors import check, check_choice
+from ..errors import check, check_choice, check_int
+from ..plots import style
+from ..results import PartialRuns, output_dir, progress_bar, setting_key
+from ..runtime import resolve_device
 
 #: Table 2's columns: partition scheme and fraction of slow clients.
 SPLITS = {
@@ -82,11 +85,10 @@ class FavasSetting:
 
 @dataclass(frozen=True)
 class Method:
-    """A row of the tables: ``algorithm`` run with ``settings(cfg)``; ``label`` names it in pictures and
-    ``source`` says where the variant comes from."""
+    """A row of the tables: ``algorithm`` run with ``settings(cfg)``; ``source`` says where the variant comes
+    from (its colour, line style and label in pictures: :func:`afl.plots.style`)."""
 
     algorithm: str
-    label: str
     source: str
     settings: Callable[[FavasSetting], dict]
 
@@ -100,21 +102,21 @@ def _buffered(c: FavasSetting, **extra) -> dict:
 
 
 METHODS: dict[str, Method] = {
-    "fedavg": Method("fedavg", "FedAvg", "FAVAS Sec. 5; rounds as in the QuAFL code",
+    "fedavg": Method("fedavg", "FAVAS Sec. 5; rounds as in the QuAFL code",
                      lambda c: dict(K=c.K, lr=c.lr, s=c.s, server_time=c.server_time)),
-    "quafl": Method("quafl", "QuAFL (full precision)", "FAVAS Sec. 3 without compression; lr (s+1)/s as the code",
+    "quafl": Method("quafl", "FAVAS Sec. 3 without compression; lr (s+1)/s as the code",
                     _clocked),
     "quafl-lattice14": Method(
-        "quafl", "QuAFL (14-bit lattice, interval x 14/32)", "the QuAFL notebooks' quantized exchange",
+        "quafl", "the QuAFL notebooks' quantized exchange, server interval x 14/32",
         lambda c: _clocked(c, quantizer="lattice:14:1e-4", scale_interval_by_bits=True)),
-    "fedbuff": Method("fedbuff", "FedBuff (concurrency s)", "Nguyen et al.: clients in flight bounded; lr as FAVAS",
-                      lambda c: _buffered(c, lr=c.lr, concurrency=c.concurrency or c.s)),
+    "fedbuff": Method("fedbuff", "Nguyen et al.: s clients in flight, staleness weight 1/sqrt(1+tau); lr as FAVAS",
+                      lambda c: _buffered(c, lr=c.lr, concurrency=c.concurrency or c.s, staleness="sqrt")),
     "fedbuff-quafl-code": Method(
-        "fedbuff", "FedBuff (every client, lr Z/n)", "the QuAFL code's train_FedBuff",
+        "fedbuff", "the QuAFL code's train_FedBuff: every client in flight, lr Z/n",
         lambda c: _buffered(c, lr=c.lr * c.Z / c.n, concurrency=None)),
-    "favas": Method("favas", "FAVAS (1/alpha)", "FAVAS Alg. 1, l. 24 as written",
+    "favas": Method("favas", "FAVAS Algorithm 1 as written: 1/alpha",
                     lambda c: _clocked(c, mode=c.mode, reweighting="literal")),
-    "favas-normalized": Method("favas", "FAVAS (alpha_bar/alpha)", "ours: 1/alpha with the server step x alpha_bar",
+    "favas-normalized": Method("favas", "ours: alpha_bar/alpha, the server step x alpha_bar",
                                lambda c: _clocked(c, mode=c.mode, reweighting="normalized")),
 }
 
@@ -124,15 +126,16 @@ def reference(method: str) -> dict | None:
     return PAPER_TABLE2.get(METHODS[method].algorithm) if method in METHODS else None
 
 
-#: Experiments: name -> (paper setting, quick setting). Quick settings run in CI and in the notebooks.
+#: Experiments: name -> (paper setting, quick setting). Quick settings run in CI and in the notebooks; at simulated
+#: time 1000 the paper's non-IID ranking already shows (FAVAS ahead of FedBuff, FedAvg and QuAFL: results/).
 #: Figures 1 and 2 use Table 2's setting on one split each, so their runs are Table 2's runs (Fig. 2 adds the
 #: spread of the local models for FAVAS and QuAFL).
 EXPERIMENTS = {
-    "favas-table2": (FavasSetting(seeds=10), FavasSetting(total_time=600, eval_every=100, seeds=1)),
+    "favas-table2": (FavasSetting(seeds=10), FavasSetting(total_time=1000, eval_every=100, seeds=1)),
     "favas-fig1": (FavasSetting(seeds=3, splits=("noniid_2of3_fast",)),
-                   FavasSetting(total_time=600, eval_every=50, seeds=1, splits=("noniid_2of3_fast",))),
+                   FavasSetting(total_time=1000, eval_every=50, seeds=1, splits=("noniid_2of3_fast",))),
     "favas-fig2": (FavasSetting(seeds=3, splits=("noniid_1of9_fast",)),
-                   FavasSetting(total_time=600, eval_every=50, seeds=1, splits=("noniid_1of9_fast",))),
+                   FavasSetting(total_time=1000, eval_every=50, seeds=1, splits=("noniid_1of9_fast",))),
     "favas-fig3a": (FavasSetting(dataset="cifar10-jpeg", normalize=True, model="resnet20", lr=0.005, batch=128,
                                  total_time=10000, eval_every=500, seeds=1, splits=("noniid_2of3_fast",)),
                     FavasSetting(dataset="cifar10-jpeg", normalize=True, model="resnet20", lr=0.005, n=20, s=4,
@@ -170,7 +173,7 @@ def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, datase
                         **cfg.run_kwargs(method), **extra)
     sched = out.pop("schedule")
     out.pop("model")
-    out["settings"] = {k: (v.spec if isinstance(v, Quantizer) else v) for k, v in asdict(out["settings"]).items()}
+    out["settings"] = settings_record(out["settings"])
     out.update(method=method, algorithm=algorithm, split=split, seed=seed)
     if schedule:
         out["schedule"] = sched
@@ -178,35 +181,27 @@ def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, datase
 
 
 def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
-                 partial: str | Path | None = None, progress: bool = True, done: list[dict] = ()) -> list[dict]:
+                 partial: PartialRuns | None = None, progress: bool = True, done: list[dict] = ()) -> list[dict]:
     """Every (seed, split, method) of ``cfg``, seed by seed, so that an interrupted run has whole seeds.
 
-    Each finished run is appended to ``partial`` (JSON lines); runs in ``done`` (read back from such a file)
-    are kept and not computed again.
+    Each finished run is appended to ``partial``; runs in ``done`` (read back from such a file, or reused from
+    another experiment) are kept and not computed again.
     """
-    seeds = cfg.seeds if seeds is None else seeds
-    check(isinstance(seeds, int) and seeds >= 1, "seeds", seeds, "an integer >= 1")
+    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
     data = load_dataset(cfg.dataset, root=root, device=device, normalize=cfg.normalize)
     have = {(r["split"], r["method"], r["seed"]): r for r in done}
     jobs = [(sp, m, seed) for seed in range(seeds) for sp in cfg.splits for m in cfg.methods]
-    runs = [have[j] for j in jobs if j in have]
-    bar = _progress(len(jobs), progress)
-    bar.update(len(runs))
+    bar = progress_bar(len(jobs), progress)
+    bar.update(sum(j in have for j in jobs))
     for sp, m, seed in (j for j in jobs if j not in have):
         bar.set_description(f"{m} {sp} seed {seed}")
-        run = compute_run(cfg, m, sp, seed, dataset=data, device=device, track_variance=track_variance)
-        runs.append(run)
+        have[(sp, m, seed)] = run = compute_run(cfg, m, sp, seed, dataset=data, device=device,
+                                                track_variance=track_variance)
         if partial is not None:
-            with open(partial, "a") as f:
-                f.write(json.dumps(run) + "\n")
+            partial.append(run)
         bar.update(1)
     bar.close()
-    return runs
-
-
-def _progress(total: int, enabled: bool):
-    from tqdm.auto import tqdm
-    return tqdm(total=total, disable=not enabled, leave=False)
+    return [have[j] for j in jobs]
 
 
 def table2(runs: list[dict]) -> dict:
@@ -237,12 +232,11 @@ def table2_markdown(rows: dict, with_paper: bool = True) -> str:
 
 
 def curves(runs: list[dict], key: str = "accuracy") -> dict:
-    """``{method label: {"time", "runs"}}`` for :func:`afl.plots.plot_curves`."""
+    """``{method: {"time", "runs"}}`` for :func:`afl.plots.plot_curves`."""
     out: dict = {}
     for r in runs:
         if key in r["curve"]:
-            label = METHODS[r["method"]].label if r["method"] in METHODS else r["method"]
-            c = out.setdefault(label, {"time": r["curve"]["time"], "runs": []})
+            c = out.setdefault(r["method"], {"time": r["curve"]["time"], "runs": []})
             c["runs"].append(r["curve"][key])
     return out
 
@@ -252,7 +246,8 @@ def plot_table2(rows: dict, ax=None, title="FAVAS Table 2 (MNIST): ours (bars) v
     values = {m: {s: v["mean"] for s, v in d.items()} for m, d in rows.items()}
     errors = {m: {s: v["std"] for s, v in d.items()} for m, d in rows.items()}
     ref = {m: {s: v[0] for s, v in reference(m).items()} for m in rows if reference(m)}
-    return plot_bars(values, errors, ax=ax, title=title, reference=ref)
+    seeds = max(len(v["per_seed"]) for d in rows.values() for v in d.values())
+    return plot_bars(values, errors, ax=ax, title=title, reference=ref, seeds=seeds)
 
 
 def plot_accuracy(runs: list[dict], ax=None, title=None):
@@ -265,68 +260,139 @@ def plot_variance(runs: list[dict], ax=None, title=None):
     return plot_curves(curves(runs, "variance"), ax=ax, ylabel=r"$\sum_i \|w_i - w\|^2$", logy=True, title=title)
 
 
+#: fields that choose *which* runs an experiment makes; the others fix how every run is computed
+SELECTION = ("seeds", "splits", "methods")
+
+
+def settings_record(cfg) -> dict:
+    """An algorithm's settings as they are stored with a run (JSON: a quantizer by its spec)."""
+    return {k: (v.spec if isinstance(v, Quantizer) else v) for k, v in asdict(cfg).items()}
+
+
+def same_run(run: dict, cfg: FavasSetting, track_variance: bool = False) -> bool:
+    """Whether a saved run is the run ``cfg`` would compute now: its method still has the algorithm settings
+    the run recorded (the method's definition may have changed since), with the local models' spread recorded
+    if ``track_variance`` asks for it (FAVAS and QuAFL)."""
+    method = METHODS.get(run["method"])
+    if method is None:
+        return False
+    want = settings_record(get_algorithm(method.algorithm).make_settings(**cfg.run_kwargs(run["method"])))
+    have = {k: v for k, v in run.get("settings", {}).items() if k != "track_variance"}
+    want.pop("track_variance", None)
+    needs_variance = track_variance and method.algorithm in ("favas", "quafl")
+    return have == want and (not needs_variance or "variance" in run["curve"])
+
+
+def reusable_runs(path, cfg: FavasSetting, track_variance: bool = False) -> list[dict]:
+    """The runs of another experiment's JSON (``results/favas-table2.json``, ...) computed exactly as ``cfg``
+    would compute them: same setting apart from which seeds, splits and methods it selects, and the same
+    algorithm settings (:func:`same_run`)."""
+    other = json.loads(Path(path).read_text())
+    if setting_key(other["config"], SELECTION) != setting_key(cfg, SELECTION):
+        return []
+    return [r for r in other["runs"] if same_run(r, cfg, track_variance)]
+
+
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results",
-                   root=None, device="cpu", progress: bool = True, resume: bool = False,
+                   root=None, device="cpu", progress: bool = True, fresh: bool = False, reuse=(),
                    **overrides) -> list[Path]:
     """Compute an experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``; returns the paths.
 
-    Finished runs are appended to ``OUT/<experiment>.partial.jsonl`` as they end; ``resume`` keeps those of
-    an interrupted invocation. ``overrides`` replace fields of the setting (e.g. ``n=10``).
+    Finished runs are appended to ``OUT/<experiment>.partial.jsonl`` as they end, and an interrupted invocation
+    is resumed from that file (``fresh=True`` discards it first). ``reuse``: JSON results of other experiments
+    whose runs are taken where they are the same runs (:func:`reusable_runs`). ``overrides`` replace fields of
+    the setting (e.g. ``n=10``). Everything is checked before anything is created or computed.
     """
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     cfg = setting(experiment, quick=quick, **overrides)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    partial = out / f"{experiment}.partial.jsonl"
-    done = [json.loads(line) for line in partial.read_text().splitlines()] if resume and partial.exists() else []
-    if not resume:
-        partial.unlink(missing_ok=True)
+    n_seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
+    dev = resolve_device(device)
+    reuse = [Path(p) for p in reuse]
+    for p in reuse:
+        check(p.is_file(), "reuse", str(p), "JSON results written by afl repro")
+    out = output_dir(out)
+    partial = PartialRuns(out / f"{experiment}.partial.jsonl", setting_key(cfg, SELECTION))
+    if fresh:
+        partial.discard()
     variance = experiment == "favas-fig2"
-    runs = compute_runs(cfg, seeds=seeds, device=device, root=root, track_variance=variance, partial=partial,
-                        progress=progress, done=done)
+    resumed = [r for r in partial.load() if same_run(r, cfg, variance)]
+    have = {(r["split"], r["method"], r["seed"]) for r in resumed}
+    reused = [r for p in reuse for r in reusable_runs(p, cfg, variance)
+              if (r["split"], r["method"], r["seed"]) not in have]
+    runs = compute_runs(cfg, seeds=n_seeds, device=dev, root=root, track_variance=variance, partial=partial,
+                        progress=progress, done=resumed + reused)
     rows = table2(runs)
-    command = "afl repro " + experiment + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
-    result = {"experiment": experiment, "command": command, "quick": quick, "machine": _machine(device),
-              "resumed_runs": len({(r["split"], r["method"], r["seed"]) for r in done} &
-                                  {(r["split"], r["method"], r["seed"]) for r in runs}),
-              "config": asdict(cfg) | {"seeds": seeds or cfg.seeds}, "rows": rows,
-              "methods": {m: {"algorithm": METHODS[m].algorithm, "label": METHODS[m].label,
+    command = ("afl repro " + experiment + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
+               + "".join(f" --reuse {p}" for p in reuse))
+    keys = lambda rs: {(r["split"], r["method"], r["seed"]) for r in rs}  # noqa: E731
+    result = {"experiment": experiment, "command": command, "quick": quick, "machine": _machine(str(dev)),
+              "resumed_runs": len(keys(resumed) & keys(runs)), "reused_runs": len(keys(reused) & keys(runs)),
+              "config": asdict(cfg) | {"seeds": n_seeds}, "rows": rows,
+              "methods": {m: {"algorithm": METHODS[m].algorithm, "label": style(m)["label"],
                               "source": METHODS[m].source, "settings": cfg.run_kwargs(m)} for m in cfg.methods},
               "paper": {m: {s: {"mean": v[0], "std": v[1]} for s, v in d.items()} for m, d in PAPER_TABLE2.items()}
               if experiment == "favas-table2" else None,
-              "runs": runs}
+              "runs": [{k: v for k, v in r.items() if k != "setting_key"} for r in runs]}
+    paths = write_result(result, out)
+    partial.discard()
+    return paths
+
+
+def write_result(result: dict, out) -> list[Path]:
+    """Write ``OUT/<experiment>.json``, its markdown report and its figure; returns the three paths."""
+    from matplotlib.figure import Figure
+
+    experiment, cfg, runs = result["experiment"], result["config"], result["runs"]
+    out = Path(out)
     paths = [out / f"{experiment}.json", out / f"{experiment}.md", out / f"{experiment}.png"]
     paths[0].write_text(json.dumps(result, indent=1))
-    md = [f"# {experiment}", "", f"Command: `{command}`", "", f"Machine: {result['machine']}", "",
-          f"Seeds: {seeds or cfg.seeds}. Final accuracy (%) at simulated time {cfg.total_time:g}, mean ± std over seeds."
-          + (" QUICK setting: not comparable with the paper's numbers." if quick or overrides else "")
-          + (f" {result['resumed_runs']} of the {len(runs)} runs were read back from `{partial.name}` (`--resume`);"
-             " the same command recomputes them bit for bit on the same machine (other CPUs may round"
-             " differently, and chaotic runs amplify it)." if result["resumed_runs"] else ""),
-          "", table2_markdown(rows, with_paper=experiment == "favas-table2"), "",
-          "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
-          "|---|---|---|---|---|---|---|---|"]
-    md += [f"| {r['method']} | {r['split']} | {r['seed']} | {100 * r['final_accuracy']:.1f} | {r['client_steps']} | "
-           f"{r['server_steps']} | {r['wall_seconds']:.1f} | {r['client_steps_per_s']:.0f} |" for r in runs]
-    paths[1].write_text("\n".join(md) + "\n")
+    paths[1].write_text(report(result) + "\n")
+    title = (f"{experiment}{' (QUICK setting)' if result['quick'] else ''}: {cfg['dataset']}, n = {cfg['n']}, "
+             f"{cfg['seeds']} seed" + "s" * (cfg["seeds"] > 1))
     if experiment == "favas-table2":
-        fig, ax = plt.subplots(figsize=(9, 4))
-        plot_table2(rows, ax=ax)
-    elif variance:
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-        plot_accuracy(runs, ax=axes[0], title=f"{cfg.dataset}, 1/9 fast clients: accuracy")
-        plot_variance(runs, ax=axes[1], title="spread of local models (FAVAS, QuAFL)")
+        fig = Figure(figsize=(12, 4.5))
+        plot_table2(result["rows"], ax=fig.subplots(), title=f"{title}: ours (bars) vs paper (black marks)")
+    elif any("variance" in r["curve"] for r in runs):
+        fig = Figure(figsize=(15, 4.5))
+        axes = fig.subplots(1, 2)
+        plot_accuracy(runs, ax=axes[0], title=f"{title}\n{', '.join(cfg['splits'])}: test accuracy")
+        plot_variance(runs, ax=axes[1],
+                      title="spread of the local models (FAVAS, QuAFL)\nt = 0 left out: all models equal there")
     else:
-        fig, ax = plt.subplots(figsize=(7, 4))
-        plot_accuracy(runs, ax=ax, title=f"{experiment}: {cfg.dataset} {cfg.model}, {', '.join(cfg.splits)}")
+        fig = Figure(figsize=(10, 4.5))
+        plot_accuracy(runs, ax=fig.subplots(), title=f"{title}\n{cfg['model']}, {', '.join(cfg['splits'])}")
     fig.tight_layout()
     fig.savefig(paths[2], dpi=120)
-    plt.close(fig)
-    partial.unlink(missing_ok=True)
     return paths
+
+
+def replot(experiment: str, out="results") -> list[Path]:
+    """Rewrite an experiment's markdown and figure from its ``OUT/<experiment>.json`` (nothing is computed)."""
+    check_choice("experiment", experiment, EXPERIMENTS)
+    path = Path(out) / f"{experiment}.json"
+    check(path.is_file(), "out", str(out), f"a folder holding {experiment}.json (run the experiment first)")
+    return write_result(json.loads(path.read_text()), out)
+
+
+def report(result: dict) -> str:
+    """The markdown of an experiment's result: command, machine, the table, and one line per run."""
+    cfg, runs = result["config"], result["runs"]
+    notes = []
+    if result["quick"]:
+        notes.append("QUICK setting: not comparable with the paper's numbers.")
+    for key, how in (("resumed_runs", "read back from the partial file of an interrupted invocation"),
+                     ("reused_runs", "taken from the results named by `--reuse` (the same runs)")):
+        if result.get(key):
+            notes.append(f"{result[key]} of the {len(runs)} runs were {how}; the same command recomputes them bit "
+                         "for bit on the same machine (other CPUs may round differently, and chaotic runs amplify it).")
+    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "", f"Machine: {result['machine']}",
+             "", f"Seeds: {cfg['seeds']}. Final test accuracy (%) at simulated time {cfg['total_time']:g}"
+             + (", mean ± std over seeds." if cfg["seeds"] > 1 else ".") + "".join(" " + n for n in notes), "",
+             table2_markdown(result["rows"], with_paper=result["paper"] is not None), "",
+             "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['method']} | {r['split']} | {r['seed']} | {100 * r['final_accuracy']:.1f} | {r['client_steps']} | "
+              f"{r['server_steps']} | {r['wall_seconds']:.1f} | {r['client_steps_per_s']:.0f} |" for r in runs]
+    return "\n".join(lines)
 
 
 def _machine(device: str) -> str:
@@ -339,4 +405,4 @@ def _machine(device: str) -> str:
 
 __all__ = ["METHODS", "Method", "SPLITS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting", "compute_run",
            "compute_runs", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy", "plot_variance",
-           "run_experiment"]
+           "reusable_runs", "run_experiment", "write_result", "replot", "report"]

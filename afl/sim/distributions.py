@@ -57,6 +57,10 @@ class StepTime:
     def mean(self) -> float:
         raise NotImplementedError
 
+    def describe(self) -> str:
+        """A short human-readable form for legends (default: the repr)."""
+        return repr(self)
+
     def sample(self, rng: np.random.Generator, size=None):
         """Draw durations with ``rng``; a float if ``size`` is None, else an array of shape ``size``."""
         if not isinstance(rng, np.random.Generator):
@@ -136,6 +140,9 @@ class ShiftedExponential(StepTime):
     @property
     def params(self) -> dict:
         return {"shift": self.shift, "mean": self.exp_mean}
+
+    def describe(self) -> str:
+        return f"{self.shift:g} + Exponential(mean={self.exp_mean:g})"
 
     def _draw(self, rng, size):
         return self.shift + rng.exponential(self.exp_mean, size)

@@ -200,11 +200,11 @@ def plot_class_shares(result, ax=None, title: str | None = None):
 def plot_step_time_cdfs(dists: dict, t_max: float, ax=None, title: str | None = None):
     """``P(step time <= t)`` for each ``{label: StepTime}`` on ``[0, t_max]``, with each mean marked."""
     check(t_max > 0, "t_max", t_max, "a time > 0")
-    ax = _axes(ax, (7, 3.5))
+    ax = _axes(ax, (11, 3.5))
     t = np.linspace(0.0, float(t_max), 400)
     for k, (label, dist) in enumerate(dists.items()):
         color = _CYCLE[k % len(_CYCLE)] if label not in CLASS_COLORS else CLASS_COLORS[label]
-        ax.plot(t, dist.cdf(t), color=color, label=f"{label}: {dist!r}")
+        ax.plot(t, dist.cdf(t), color=color, label=f"{label}: {dist.describe()}, mean {dist.mean:.3g} (dot)")
         if dist.mean <= t_max:
             ax.plot([dist.mean], [dist.cdf(dist.mean)], "o", color=color, markersize=4)
     ax.set_xlim(0, t_max)
@@ -212,6 +212,6 @@ def plot_step_time_cdfs(dists: dict, t_max: float, ax=None, title: str | None = 
     ax.set_xlabel("simulated time")
     ax.set_ylabel("P(step time <= t)")
     ax.set_title(title or "Step-time distributions (dots: means)")
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     _despine(ax)
     return ax

@@ -1,0 +1,91 @@
+"""Long runs: where an experiment's runs are saved, so that nothing computed is lost, and their progress bar.
+
+:func:`output_dir` checks and creates the output folder before anything runs. :class:`PartialRuns` is the
+``<experiment>.partial.jsonl`` file beside the results: every finished run is appended as one JSON line, an
+interrupted experiment is resumed from it by default, and it is deleted only once the results are written or
+when the user asks (``fresh``). Each line carries the key of the setting it was computed under
+(:func:`setting_key`), so runs of another setting are never mixed in: they make resuming an error that says
+what to do.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+
+from .errors import ParameterError
+
+
+def output_dir(path) -> Path:
+    """``path`` as a created, writable directory; a :class:`ParameterError` naming ``out`` otherwise."""
+    path = Path(path).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ParameterError("out", str(path), f"a directory afl can create ({e.strerror or e})") from None
+    if not os.access(path, os.W_OK):
+        raise ParameterError("out", str(path), "a directory afl can write to (permission denied)")
+    return path
+
+
+def setting_key(setting, ignore=("seeds",)) -> str:
+    """A short key of a setting (a dataclass or dict) without the fields in ``ignore``: runs computed under
+    equal keys are interchangeable."""
+    data = asdict(setting) if is_dataclass(setting) else dict(setting)
+    data = {k: v for k, v in data.items() if k not in ignore}
+    return hashlib.sha1(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class PartialRuns:
+    """The JSON-lines file of an experiment's finished runs, each tagged with its setting's key."""
+
+    def __init__(self, path, key: str):
+        self.path, self.key = Path(path), key
+
+    def load(self) -> list[dict]:
+        """The saved runs of this setting. A last line cut off by an interruption is skipped with a warning;
+        runs of another setting raise a :class:`ParameterError` (discard them with ``fresh``)."""
+        if not self.path.is_file():
+            return []
+        runs, lines = [], self.path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            try:
+                run = json.loads(line)
+            except ValueError:
+                if i == len(lines) - 1:
+                    warnings.warn(f"afl: {self.path}: the last line was cut off (an interrupted write); "
+                                  "that run is computed again", stacklevel=2)
+                    continue
+                raise ParameterError("partial file", str(self.path), "JSON lines written by afl "
+                                     f"(line {i + 1} is damaged); rerun with --fresh to discard it") from None
+            if run.get("setting_key") != self.key:
+                raise ParameterError("partial file", str(self.path),
+                                     "runs of the setting being run, but it holds runs of another setting; rerun "
+                                     "with --fresh to discard them, or write elsewhere with --out")
+            runs.append(run)
+        return runs
+
+    def append(self, run: dict) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(run | {"setting_key": self.key}) + "\n")
+
+    def discard(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def count(self) -> int:
+        """Runs saved so far (complete lines)."""
+        if not self.path.is_file():
+            return 0
+        return sum(1 for line in self.path.read_text().splitlines() if line.endswith("}"))
+
+
+def progress_bar(total: int, enabled: bool = True):
+    """A tqdm bar on stderr (never in checked notebook outputs: pass ``enabled=False`` there)."""
+    from tqdm.auto import tqdm
+    return tqdm(total=total, disable=not enabled, leave=False)
+
+
+__all__ = ["output_dir", "setting_key", "PartialRuns", "progress_bar"]
