@@ -64,11 +64,11 @@ def run_demo(out="results/demo", quick: bool = False, root=None, seed: int = 0, 
     cfg = demo_setting(quick)
     out = output_dir(out)
     data = load_dataset(cfg.dataset, root=root, normalize=cfg.normalize)
-    bar = progress_bar(len(DEMO_METHODS), progress)
+    bar = progress_bar(len(cfg.methods), progress)
     runs = []
-    for m in DEMO_METHODS:
+    for m in cfg.methods:
         bar.set_description(m)
-        runs.append(compute_run(cfg, m, DEMO_SPLIT, seed, dataset=data, schedule=True))
+        runs.append(compute_run(cfg, m, cfg.splits[0], seed, dataset=data, schedule=True))
         bar.update(1)
     bar.close()
 
@@ -87,7 +87,7 @@ def run_demo(out="results/demo", quick: bool = False, root=None, seed: int = 0, 
     fig.tight_layout()
     fig.savefig(out / "accuracy.png", dpi=120)
 
-    summary = {"command": "afl demo" + (" --quick" if quick else ""), "split": DEMO_SPLIT, "seed": seed,
+    summary = {"command": "afl demo" + (" --quick" if quick else ""), "split": cfg.splits[0], "seed": seed,
                "setting": cfg.__dict__, "runs": [{k: v for k, v in r.items() if k != "schedule"} for r in runs]}
     (out / "demo.json").write_text(json.dumps(summary, indent=1, default=str))
     print(f"{'QUICK demo' if quick else 'demo'}: accuracy on the MNIST test set at simulated time {cfg.total_time:g}, "

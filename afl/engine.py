@@ -109,7 +109,7 @@ class LocalSGD:
         if device.type == "cpu":
             tune_cpu_allocator()
         self.model = FlatModel(module.to(device))
-        self.dtype = self.model.flatten().dtype
+        self.dtype = next(self.model.module.parameters()).dtype
         self.strategy: Strategy = make_strategy(strategy, self.model.module, self.model.names, loss, device)
         self.dataset, self.batch_size, self.loss = dataset, batch_size, loss
         self.device = device
@@ -121,7 +121,7 @@ class LocalSGD:
                 max_bytes = int(torch.cuda.mem_get_info(device)[0] * 0.5)
         check(max_bytes > 0, "max_bytes", max_bytes, "a positive number of bytes")
         sample = dataset.inputs(dataset.train_x[:1])[0]
-        per_client = (self.model.flatten().element_size() * self.model.size * 6
+        per_client = (torch.finfo(self.dtype).bits // 8 * self.model.size * 6
                       + 3 * batch_size * activation_bytes(module, sample))
         self.chunk = max(1, int(max_bytes // per_client))
 

@@ -66,7 +66,9 @@ def test_demo_writes_pictures(tmp_path, monkeypatch):
     if not os.environ.get("AFL_DATA"):
         pytest.skip("AFL_DATA is not set: needs the MNIST mirror")
     from afl import demo
-    monkeypatch.setattr(demo, "demo_setting", lambda quick: fr.setting("favas-table2", quick=True, **TINY))
+    monkeypatch.setattr(demo, "demo_setting", lambda quick: fr.setting("favas-table2", quick=True, **TINY,
+                                                                       methods=demo.DEMO_METHODS,
+                                                                       splits=(demo.DEMO_SPLIT,)))
     paths = demo.run_demo(out=tmp_path, quick=True)
     assert all(p.exists() and p.stat().st_size > 0 for p in paths)
     assert len(json.loads(paths[2].read_text())["runs"]) == len(demo.DEMO_METHODS)

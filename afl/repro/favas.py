@@ -180,6 +180,11 @@ def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, datase
     return out
 
 
+def run_key(run: dict) -> tuple:
+    """What identifies a run within an experiment: (split, method, seed)."""
+    return run["split"], run["method"], run["seed"]
+
+
 def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
                  partial: PartialRuns | None = None, progress: bool = True, done: list[dict] = ()) -> list[dict]:
     """Every (seed, split, method) of ``cfg``, seed by seed, so that an interrupted run has whole seeds.
@@ -189,7 +194,7 @@ def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", r
     """
     seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
     data = load_dataset(cfg.dataset, root=root, device=device, normalize=cfg.normalize)
-    have = {(r["split"], r["method"], r["seed"]): r for r in done}
+    have = {run_key(r): r for r in done}
     jobs = [(sp, m, seed) for seed in range(seeds) for sp in cfg.splits for m in cfg.methods]
     bar = progress_bar(len(jobs), progress)
     bar.update(sum(j in have for j in jobs))
@@ -315,15 +320,14 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
         partial.discard()
     variance = experiment == "favas-fig2"
     resumed = [r for r in partial.load() if same_run(r, cfg, variance)]
-    have = {(r["split"], r["method"], r["seed"]) for r in resumed}
-    reused = [r for p in reuse for r in reusable_runs(p, cfg, variance)
-              if (r["split"], r["method"], r["seed"]) not in have]
+    have = {run_key(r) for r in resumed}
+    reused = [r for p in reuse for r in reusable_runs(p, cfg, variance) if run_key(r) not in have]
     runs = compute_runs(cfg, seeds=n_seeds, device=dev, root=root, track_variance=variance, partial=partial,
                         progress=progress, done=resumed + reused)
     rows = table2(runs)
     command = ("afl repro " + experiment + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
                + "".join(f" --reuse {p}" for p in reuse))
-    keys = lambda rs: {(r["split"], r["method"], r["seed"]) for r in rs}  # noqa: E731
+    keys = lambda rs: {run_key(r) for r in rs}  # noqa: E731
     result = {"experiment": experiment, "command": command, "quick": quick, "machine": _machine(str(dev)),
               "resumed_runs": len(keys(resumed) & keys(runs)), "reused_runs": len(keys(reused) & keys(runs)),
               "config": asdict(cfg) | {"seeds": n_seeds}, "rows": rows,
@@ -337,14 +341,16 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     return paths
 
 
-def write_result(result: dict, out) -> list[Path]:
-    """Write ``OUT/<experiment>.json``, its markdown report and its figure; returns the three paths."""
+def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
+    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure;
+    returns the three paths."""
     from matplotlib.figure import Figure
 
     experiment, cfg, runs = result["experiment"], result["config"], result["runs"]
     out = Path(out)
     paths = [out / f"{experiment}.json", out / f"{experiment}.md", out / f"{experiment}.png"]
-    paths[0].write_text(json.dumps(result, indent=1))
+    if write_json:
+        paths[0].write_text(json.dumps(result, indent=1))
     paths[1].write_text(report(result) + "\n")
     title = (f"{experiment}{' (QUICK setting)' if result['quick'] else ''}: {cfg['dataset']}, n = {cfg['n']}, "
              f"{cfg['seeds']} seed" + "s" * (cfg["seeds"] > 1))
@@ -370,11 +376,12 @@ def replot(experiment: str, out="results") -> list[Path]:
     check_choice("experiment", experiment, EXPERIMENTS)
     path = Path(out) / f"{experiment}.json"
     check(path.is_file(), "out", str(out), f"a folder holding {experiment}.json (run the experiment first)")
-    return write_result(json.loads(path.read_text()), out)
+    return write_result(json.loads(path.read_text()), out, write_json=False)
 
 
-def report(result: dict) -> str:
-    """The markdown of an experiment's result: command, machine, the table, and one line per run."""
+def report(result: dict, per_run: bool = True) -> str:
+    """The markdown of an experiment's result: command, machine, the table, and (``per_run``) one line per
+    run with its costs."""
     cfg, runs = result["config"], result["runs"]
     notes = []
     if result["quick"]:
@@ -387,9 +394,11 @@ def report(result: dict) -> str:
     lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "", f"Machine: {result['machine']}",
              "", f"Seeds: {cfg['seeds']}. Final test accuracy (%) at simulated time {cfg['total_time']:g}"
              + (", mean ± std over seeds." if cfg["seeds"] > 1 else ".") + "".join(" " + n for n in notes), "",
-             table2_markdown(result["rows"], with_paper=result["paper"] is not None), "",
-             "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
-             "|---|---|---|---|---|---|---|---|"]
+             table2_markdown(result["rows"], with_paper=result["paper"] is not None)]
+    if not per_run:
+        return "\n".join(lines)
+    lines += ["", "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
+              "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['method']} | {r['split']} | {r['seed']} | {100 * r['final_accuracy']:.1f} | {r['client_steps']} | "
               f"{r['server_steps']} | {r['wall_seconds']:.1f} | {r['client_steps_per_s']:.0f} |" for r in runs]
     return "\n".join(lines)
