@@ -155,3 +155,29 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
             "engine_gflops": eng * flops / 1e9, "fraction_of_peak": eng * flops / 1e9 / peak,
         })
     return rows
+
+
+def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | None = None, device: str = "cpu",
+                root: str | None = None, fleet_size: int | None = None) -> dict:
+    """The runs of experiment ``grid`` (its quick setting unless ``quick=False``), one by one and as one fleet
+    (:mod:`afl.fleet`) in this process: wall seconds of each, client steps, and how far apart the final
+    accuracies of the two executions are (float rounding of bigger batched kernels, amplified by training)."""
+    from .repro import favas
+    dev = resolve_device(device)
+    cfg = favas.setting(grid, quick=quick)
+    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
+    keys = [(sp, m, s) for s in range(seeds) for sp in cfg.splits for m in cfg.methods]
+    timed = {}
+    for label, fleet in (("sequential", False), ("fleet", True)):
+        t0 = time.perf_counter()
+        outcomes = favas.run_grid(cfg, keys, device=dev, root=root, fleet=fleet, fleet_size=fleet_size)
+        _sync(dev)
+        timed[label] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok])
+    (seq_s, seq), (fleet_s, runs) = timed["sequential"], timed["fleet"]
+    steps = sum(r["computed_client_steps"] for r in runs)
+    gaps = [abs(a["final_accuracy"] - b["final_accuracy"]) for a, b in zip(seq, runs)]
+    return {"grid": grid + (" (quick)" if quick else ""), "runs": len(keys), "device": str(dev),
+            "threads": torch.get_num_threads(), "sequential_s": seq_s, "fleet_s": fleet_s,
+            "speedup": seq_s / fleet_s, "client_steps": steps, "sequential_client_steps_per_s": steps / seq_s,
+            "fleet_client_steps_per_s": steps / fleet_s, "failed_runs": 2 * len(keys) - len(seq) - len(runs),
+            "max_final_accuracy_gap": max(gaps, default=0.0)}

@@ -50,6 +50,20 @@ def _data(args) -> int:
 
 
 def _bench(args) -> None:
+    if args.what == "fleet":
+        from .bench import bench_fleet
+        row = bench_fleet(args.grid, quick=not args.paper, seeds=args.seeds, device=args.device, root=args.root,
+                          fleet_size=args.fleet_size)
+        if args.json:
+            print(json.dumps(row))
+            return
+        print(f"{row['grid']}: {row['runs']} runs on {row['device']} ({row['threads']} threads), "
+              f"{row['client_steps']:,} client steps\n"
+              f"  one by one {row['sequential_s']:8.1f} s  {row['sequential_client_steps_per_s']:8.0f} client steps/s\n"
+              f"  fleet      {row['fleet_s']:8.1f} s  {row['fleet_client_steps_per_s']:8.0f} client steps/s\n"
+              f"  speedup {row['speedup']:.2f}x; largest final-accuracy gap between the two: "
+              f"{100 * row['max_final_accuracy_gap']:.2f} points")
+        return
     from .bench import bench_local_sgd
     rows = []
     for clients in args.clients:
@@ -82,8 +96,10 @@ def _repro(args) -> None:
     if args.replot:
         out = replot(args.experiment, args.out)
     else:
+        from .fleet import ray_address
         out = run_experiment(args.experiment, quick=args.quick, seeds=args.seeds, out=args.out, root=args.root,
-                             device=args.device, fresh=args.fresh, reuse=args.reuse)
+                             device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
+                             fleet_size=args.fleet_size, ray=ray_address(args.ray))
     print(report(json.loads(out[0].read_text()), per_run=False))
     print()
     for p in out:
@@ -129,8 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmarks that print measured figures",
                        description="local-sgd: the engine against a per-client loop written the way the papers' "
                                    "codes train (deepcopy + DataLoader + torch.optim.SGD), with the machine's "
-                                   "measured fp32 matmul peak.")
-    b.add_argument("what", choices=["local-sgd"], help="what to benchmark")
+                                   "measured fp32 matmul peak. fleet: an experiment's grid of runs one by one "
+                                   "and as one fleet, in the same process.")
+    b.add_argument("what", choices=["local-sgd", "fleet"], help="what to benchmark")
     b.add_argument("--models", nargs="+", default=["mlp32", "mlp200", "cnn-cifar", "resnet20"],
                    help="models to measure (default: %(default)s)")
     b.add_argument("--clients", nargs="+", type=int, default=[20], help="clients trained at once (default: 20)")
@@ -140,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--root", default=None, help="data root (default: the search path)")
     b.add_argument("--no-reference", action="store_true", help="skip the slow per-client reference loop")
     b.add_argument("--json", action="store_true", help="one JSON object per line")
+    b.add_argument("--grid", default="favas-table2", help="fleet: the experiment whose grid is run "
+                                                          "(default: %(default)s)")
+    b.add_argument("--paper", action="store_true", help="fleet: the paper setting instead of the quick one")
+    b.add_argument("--seeds", type=int, default=None, help="fleet: seeds of the grid (default: the setting's)")
+    b.add_argument("--fleet-size", type=int, default=None, help="fleet: runs live at once (default: 64)")
     b.set_defaults(func=_bench)
 
     e = sub.add_parser("demo", help="asynchronous MNIST clients: the schedule and the four methods' accuracy",
@@ -168,6 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="results of other experiments whose identical runs are taken instead of recomputed")
     r.add_argument("--replot", action="store_true",
                    help="only rewrite the .md and .png from OUT/<experiment>.json (computes nothing)")
+    r.add_argument("--fleet-size", type=int, default=None, metavar="N",
+                   help="at most N runs live at once in the fleet (bounds memory; default: 64)")
+    r.add_argument("--no-fleet", action="store_true", help="run the grid one run after the other (no fleet)")
+    r.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
+                   help="split the grid into fleets run as Ray tasks: on the cluster at ADDRESS, or on "
+                        "$AFL_RAY_ADDRESS, or on a local Ray instance (pip install 'afl[ray]')")
     r.set_defaults(func=_repro)
     return p
 

@@ -21,6 +21,7 @@ from typing import Callable, Protocol
 import torch
 from torch import Tensor, nn
 
+from .data.augment import augment_noise
 from .errors import ParameterError, check, check_int
 from .runtime import tune_cpu_allocator
 from .strategies import Strategy, cross_entropy_sum, make_strategy
@@ -124,15 +125,24 @@ class LocalSGD:
         per_client = (torch.finfo(self.dtype).bits // 8 * self.model.size * 6
                       + 3 * batch_size * activation_bytes(module, sample))
         self.chunk = max(1, int(max_bytes // per_client))
+        # Engines with equal signatures are interchangeable: same dataset tensors, model structure, batch size,
+        # augmentation, loss, strategy and dtype (afl.fleet trains their jobs together).
+        self.signature = (id(dataset.train_x), repr(self.model.module), tuple(self.model.shapes), batch_size,
+                          self.augment, loss, self.strategy.name, self.dtype, str(device))
 
     # -- one chunk ---------------------------------------------------------------------------------
     def _batch(self, idx: Tensor, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
-        """Inputs ``(k, B, ...)`` and labels ``(k, B)`` for dataset indices ``idx`` ``(k, B)``."""
+        """Inputs ``(k, B, ...)`` and labels ``(k, B)`` for dataset indices ``idx`` ``(k, B)``, or for
+        (index, augmentation bits) pairs ``(k, B, 2)``; without bits, augmentation draws from ``generator``."""
+        bits = None
+        if idx.dim() == 3:
+            idx, bits = idx[..., 0], idx[..., 1]
         flat = idx.reshape(-1)
         rows = self._train_rows.index_select(0, flat)    # 2-D gathers are ~2x faster than N-D ones
         x = self.dataset.inputs(rows.view(len(flat), *self.dataset.train_x.shape[1:]))
         if self.augment:
-            x = self.dataset.apply_augment(x, generator)
+            bits = augment_noise(len(flat), generator) if bits is None else bits.reshape(-1)
+            x = self.dataset.apply_augment(x, bits)
         y = self.dataset.train_y.index_select(0, flat)
         return x.view(*idx.shape, *x.shape[1:]), y.view(idx.shape)
 
@@ -178,13 +188,13 @@ class LocalSGD:
         """Train C clients; return their final parameters ``(C, P)``.
 
         ``start`` ``(C, P)``; ``batches`` ``(C, S, B)`` train indices (client c uses ``batches[c, t]`` at
-        step t); ``steps`` ``(C,)`` integers in ``[0, S]``; ``lr`` and ``weight_decay`` scalars or
+        step t), or ``(C, S, B, 2)`` (index, augmentation bits) pairs (:class:`afl.streams.ClientStreams`); ``steps`` ``(C,)`` integers in ``[0, S]``; ``lr`` and ``weight_decay`` scalars or
         ``(C,)``; ``state`` per-client ``(C, P)`` tensors handed to ``hook`` and updated in place.
         """
         C, P = start.shape
         check(P == self.model.size, "start", tuple(start.shape), f"(C, {self.model.size})")
-        check(batches.dim() == 3 and batches.shape[0] == C and batches.shape[2] == self.batch_size,
-              "batches", tuple(batches.shape), f"(C={C}, S, B={self.batch_size})")
+        check(batches.shape[:1] + batches.shape[2:] in ((C, self.batch_size), (C, self.batch_size, 2)),
+              "batches", tuple(batches.shape), f"(C={C}, S, B={self.batch_size}) or (C, S, B, 2)")
         steps = torch.as_tensor(steps, dtype=torch.long).reshape(-1).cpu()
         check(steps.numel() == C, "steps", tuple(steps.shape), f"({C},)")
         if C and (int(steps.min()) < 0 or int(steps.max()) > batches.shape[1]):
@@ -221,22 +231,25 @@ class LocalSGD:
 
     @torch.no_grad()
     def evaluate(self, params: Tensor, split: str = "test", batch: int = 4096) -> dict[str, Tensor]:
-        """Accuracy and mean loss of each of M models ``(M, P)`` (or one ``(P,)``) on a split."""
+        """Accuracy and mean loss of each of M models ``(M, P)`` (or one ``(P,)``) on a split; the models are
+        evaluated together, in chunks that hold as many samples in flight as a training chunk."""
         single = params.dim() == 1
         params = params.reshape(-1, self.model.size)
         x_all = getattr(self.dataset, f"{split}_x")
         y_all = getattr(self.dataset, f"{split}_y")
-        correct = torch.zeros(params.shape[0], device=self.device)
-        loss = torch.zeros(params.shape[0], device=self.device)
-        views = self.model.views(params)
-        for lo in range(0, len(y_all), batch):
-            x = self.dataset.inputs(x_all[lo:lo + batch])
-            y = y_all[lo:lo + batch]
-            logits = self.strategy.forward(views, x, shared_input=True)
-            loss += nn.functional.cross_entropy(logits.transpose(1, 2), y.expand(params.shape[0], -1),
-                                                reduction="none").sum(1)
-            correct += (logits.argmax(-1) == y).sum(1)
-        n = len(y_all)
+        M, n = params.shape[0], len(y_all)
+        correct = torch.zeros(M, device=self.device)
+        loss = torch.zeros(M, device=self.device)
+        step = max(1, self.chunk * 3 * self.batch_size // batch)
+        for m0 in range(0, M, step):
+            views = self.model.views(params[m0:m0 + step])
+            for lo in range(0, n, batch):
+                x = self.dataset.inputs(x_all[lo:lo + batch])
+                y = y_all[lo:lo + batch]
+                logits = self.strategy.forward(views, x, shared_input=True)
+                loss[m0:m0 + step] += nn.functional.cross_entropy(
+                    logits.transpose(1, 2), y.expand(logits.shape[0], -1), reduction="none").sum(1)
+                correct[m0:m0 + step] += (logits.argmax(-1) == y).sum(1)
         out = {"accuracy": correct / n, "loss": loss / n}
         return {k: v[0] for k, v in out.items()} if single else out
 

@@ -23,6 +23,21 @@ class ParameterError(ValueError):
         self.name, self.value, self.allowed = name, value, allowed
         super().__init__(f"{name}={value!r} is not allowed; expected {allowed}")
 
+    def __reduce__(self):                      # picklable (errors come back from Ray workers)
+        return type(self), (self.name, self.value, self.allowed)
+
+
+class RunsFailed(ValueError):
+    """Some runs of a grid raised; the others finished (and were saved). ``failures``: (run key, error)."""
+
+    def __init__(self, failures: list):
+        self.failures = failures
+        lines = "".join(f"\n  {key}: {type(err).__name__}: {err}" for key, err in failures)
+        super().__init__(f"{len(failures)} run(s) failed; the others finished and are saved:{lines}")
+
+    def __reduce__(self):
+        return type(self), (self.failures,)
+
 
 class DataMissingError(ValueError):
     """A dataset file is absent from every searched directory and could not be downloaded."""

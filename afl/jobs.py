@@ -1,50 +1,80 @@
-"""Lazy local-training jobs (DESIGN.md, "lazy, batched local training").
+"""Lazy local training and evaluation (DESIGN.md, "lazy, batched local training").
 
 An algorithm does not train a client when it dispatches it: it submits a job (client, start parameters,
 steps, learning rate, correction hook) and asks for the job's result only when its simulated clock needs
-it. Asking for any result runs every pending job at once through :class:`~afl.engine.LocalSGD`
-(grouped by hook), in memory-bounded chunks.
+it. Evaluations of the server model are lazy too. Asking for any result runs every pending job and
+evaluation at once (:func:`run_pending`): jobs through :class:`~afl.engine.LocalSGD` grouped by hook, in
+memory-bounded chunks, evaluations as one stack of models.
+
+Inside a fleet (:mod:`afl.fleet`) a run that asks for a result waits instead, and the fleet runs the pending
+work of all its waiting runs together: :func:`run_pending` of all their queues, where jobs of interchangeable
+engines (:attr:`LocalSGD.signature`) and equal hooks share one engine call.
 """
 from __future__ import annotations
+
+import threading
 
 import torch
 from torch import Tensor
 
+from .data.augment import augment_noise
 from .engine import Correction, LocalSGD
 from .errors import check
 from .streams import ClientStreams
+
+_context = threading.local()   # .member: the fleet member whose thread this is (set by afl.fleet), else None
 
 
 class Job:
     """One client's local training; ``result()`` returns its final parameters ``(P,)``."""
 
-    __slots__ = ("client", "start", "steps", "lr", "weight_decay", "batches", "hook", "state", "_out", "_queue")
+    __slots__ = ("client", "start", "steps", "lr", "weight_decay", "batches", "hook", "state", "_out", "_error",
+                 "_queue")
 
     def __init__(self, queue, client, start, steps, lr, weight_decay, batches, hook, state):
         self.client, self.start, self.steps, self.lr = client, start, steps, lr
         self.weight_decay, self.batches, self.hook, self.state = weight_decay, batches, hook, state
-        self._out, self._queue = None, queue
+        self._out, self._error, self._queue = None, None, queue
 
     @property
     def done(self) -> bool:
         return self._out is not None
 
     def result(self) -> Tensor:
-        if self._out is None:
+        if self._out is None and self._error is None:
             self._queue.flush()
+        if self._error is not None:
+            raise self._error
+        return self._out
+
+
+class Evaluation:
+    """Accuracy and loss of one model on the test split, computed with the next flush; ``value()``."""
+
+    __slots__ = ("model", "_out", "_error", "_queue")
+
+    def __init__(self, queue, model: Tensor):
+        self.model, self._out, self._error, self._queue = model, None, None, queue
+
+    def value(self) -> dict[str, float]:
+        if self._out is None and self._error is None:
+            self._queue.flush()
+        if self._error is not None:
+            raise self._error
         return self._out
 
 
 class JobQueue:
-    """Collects jobs and runs all pending ones together when a result is needed."""
+    """Collects a run's jobs and evaluations and runs all pending ones together when a result is needed."""
 
     def __init__(self, engine: LocalSGD, streams: ClientStreams, seed: int = 0):
         check(streams.batch_size == engine.batch_size, "streams.batch_size", streams.batch_size,
               f"the engine's batch size {engine.batch_size}")
         self.engine, self.streams = engine, streams
         self.pending: list[Job] = []
+        self.evaluations: list[Evaluation] = []
         self.client_steps = 0
-        self.generator = torch.Generator(device=engine.device).manual_seed(seed)
+        self.generator = torch.Generator().manual_seed(seed)
 
     def submit(self, client: int, start: Tensor, steps: int, lr: float, weight_decay: float = 0.0,
                hook: Correction | None = None, state: dict[str, Tensor] | None = None,
@@ -52,7 +82,9 @@ class JobQueue:
         """Queue ``steps`` local SGD steps of ``client`` from ``start``.
 
         ``batches`` ``(>= steps, B)``: the mini-batches to use (e.g. drawn when the client started); by
-        default the next ``steps`` batches of the client's stream, drawn now.
+        default the next ``steps`` batches of the client's stream, drawn now. Batches without augmentation
+        bits get them now, from the queue's seeded generator, if the dataset augments. ``hook``: jobs with
+        equal hooks (the same function, or equal frozen dataclasses) are trained in one engine call.
         """
         check(0 <= client < len(self.streams), "client", client, f"an index in [0, {len(self.streams)})")
         check(int(steps) == steps and steps >= 0, "steps", steps, "a non-negative integer")
@@ -60,33 +92,98 @@ class JobQueue:
         if batches is None:
             batches = self.streams.take(client, steps)
         check(batches.shape[0] >= steps, "batches", tuple(batches.shape), f"at least {steps} batches")
-        job = Job(self, client, start, steps, lr, weight_decay, batches[:steps], hook, state)
+        batches = batches[:steps]
+        if self.engine.augment and batches.dim() == 2:
+            batches = torch.stack([batches, augment_noise(tuple(batches.shape), self.generator)], dim=-1)
+        job = Job(self, client, start, steps, lr, weight_decay, batches, hook, state)
         self.pending.append(job)
+        _enlist(self)
         return job
 
-    def flush(self) -> None:
-        """Run every pending job (one engine call per hook/state signature)."""
-        groups: dict[tuple, list[Job]] = {}
-        for job in self.pending:
-            key = (id(job.hook), tuple(sorted(job.state or {})))
-            groups.setdefault(key, []).append(job)
-        self.pending = []
-        for jobs in groups.values():
-            self._run(jobs)
+    def evaluate(self, model: Tensor) -> Evaluation:
+        """The test accuracy and loss of ``model`` (a copy is kept), computed with the next flush."""
+        ev = Evaluation(self, model.detach().clone())
+        self.evaluations.append(ev)
+        _enlist(self)
+        return ev
 
-    def _run(self, jobs: list[Job]) -> None:
-        S, B = max(j.steps for j in jobs), self.engine.batch_size
-        batches = torch.zeros(len(jobs), S, B, dtype=torch.long)
-        for i, j in enumerate(jobs):
-            batches[i, :j.steps] = j.batches
-        start = torch.stack([j.start for j in jobs])
-        state = {k: torch.stack([j.state[k] for j in jobs]) for k in (jobs[0].state or {})}
-        out = self.engine.run(start, batches, [j.steps for j in jobs], [j.lr for j in jobs],
-                              [j.weight_decay for j in jobs], hook=jobs[0].hook, state=state,
-                              generator=self.generator)
-        for i, j in enumerate(jobs):
-            j._out = out[i]
-            for k in state:
-                j.state[k].copy_(state[k][i])
-            j.start = j.batches = None
-        self.client_steps += sum(j.steps for j in jobs)
+    def cancel_jobs(self) -> None:
+        """Drop the pending jobs (a run that has ended never needs them); their ``result()`` raises."""
+        for job in self.pending:
+            job._error = RuntimeError(f"client {job.client}'s job was cancelled: the run ended before it was needed")
+        self.pending = []
+
+    def flush(self) -> None:
+        """Run every pending job and evaluation (in a fleet's run: wait until the fleet has run them)."""
+        member = getattr(_context, "member", None)
+        if member is not None:
+            member.wait()
+        else:
+            run_pending([self])
+
+
+def _enlist(queue: JobQueue) -> None:
+    """In a fleet's run, make ``queue`` one of the queues the fleet runs when the run waits."""
+    member = getattr(_context, "member", None)
+    if member is not None and not any(q is queue for q in member.queues):
+        member.queues.append(queue)
+
+
+def run_pending(queues: list[JobQueue]) -> None:
+    """Run the pending jobs and evaluations of ``queues``: one engine call per group of interchangeable engines
+    (equal :attr:`~afl.engine.LocalSGD.signature`), hook and state names; one evaluation per engine group.
+
+    A group that fails is run again queue by queue, so that bad input of one run (one queue) fails only that
+    run: its jobs and evaluations keep the error and raise it when their result is asked for.
+    """
+    groups: dict[tuple, list[Job]] = {}
+    evaluations: dict[tuple, list[Evaluation]] = {}
+    for q in queues:
+        for job in q.pending:
+            key = (q.engine.signature, job.hook, tuple(sorted(job.state or {})))
+            groups.setdefault(key, []).append(job)
+        for ev in q.evaluations:
+            evaluations.setdefault(q.engine.signature, []).append(ev)
+        q.pending, q.evaluations = [], []
+    for items in groups.values():
+        _isolated(_train, items)
+    for items in evaluations.values():
+        _isolated(_evaluate, items)
+
+
+def _isolated(work, items: list) -> None:
+    """``work(items)``; if it fails, ``work`` queue by queue, each queue's items keeping its own error."""
+    try:
+        work(items)
+    except Exception as error:  # noqa: BLE001 -- raised again by the items' result()
+        queues = list(dict.fromkeys(id(it._queue) for it in items))
+        if len(queues) == 1:
+            for it in items:
+                it._error = error
+        else:
+            for q in queues:
+                _isolated(work, [it for it in items if id(it._queue) == q])
+
+
+def _train(jobs: list[Job]) -> None:
+    engine = jobs[0]._queue.engine
+    S = max(j.steps for j in jobs)
+    batches = torch.zeros(len(jobs), S, *jobs[0].batches.shape[1:], dtype=torch.long)
+    for i, j in enumerate(jobs):
+        batches[i, :j.steps] = j.batches
+    start = torch.stack([j.start for j in jobs])
+    state = {k: torch.stack([j.state[k] for j in jobs]) for k in (jobs[0].state or {})}
+    out = engine.run(start, batches, [j.steps for j in jobs], [j.lr for j in jobs],
+                     [j.weight_decay for j in jobs], hook=jobs[0].hook, state=state)
+    for i, j in enumerate(jobs):
+        j._out = out[i]
+        for k in state:
+            j.state[k].copy_(state[k][i])
+        j.start = j.batches = None
+        j._queue.client_steps += j.steps
+
+
+def _evaluate(evaluations: list[Evaluation]) -> None:
+    res = evaluations[0]._queue.engine.evaluate(torch.stack([e.model for e in evaluations]))
+    for e, acc, loss in zip(evaluations, res["accuracy"].tolist(), res["loss"].tolist()):
+        e._out, e.model = {"accuracy": acc, "loss": loss}, None

@@ -106,26 +106,27 @@ def tiny_experiment(monkeypatch):
     return fr
 
 
-def test_interrupted_run_keeps_its_runs_and_says_how_to_resume(tiny_experiment, monkeypatch, tmp_path, capsys):
+@pytest.mark.parametrize("fleet", [True, False])
+def test_interrupted_run_keeps_its_runs_and_says_how_to_resume(tiny_experiment, monkeypatch, tmp_path, capsys,
+                                                               fleet):
     fr = tiny_experiment
-    real, calls = fr.compute_run, []
+    real, saved = fr.PartialRuns.append, []
 
-    def stop_at_third(*a, **k):
-        calls.append(1)
-        if len(calls) == 3:
+    def ctrl_c_after_two(self, run):          # Ctrl-C reaches the main thread while later runs are unfinished
+        real(self, run)
+        saved.append(run)
+        if len(saved) == 2:
             raise KeyboardInterrupt
-        return real(*a, **k)
-    monkeypatch.setattr(fr, "compute_run", stop_at_third)
+    monkeypatch.setattr(fr.PartialRuns, "append", ctrl_c_after_two)
     out = tmp_path / "res"
-    argv = ["repro", "favas-table2", "--seeds", "2", "--out", str(out)]
+    argv = ["repro", "favas-table2", "--seeds", "2", "--out", str(out)] + ([] if fleet else ["--no-fleet"])
     assert main(argv) == 130
     err = capsys.readouterr().err
     partial = out / "favas-table2.partial.jsonl"
     assert "2 finished run(s) are saved" in err and str(partial) in err and "--fresh" in err
     assert "Traceback" not in err and len(partial.read_text().splitlines()) == 2
     # the same command again, without --resume: the saved runs are kept and not recomputed
-    monkeypatch.setattr(fr, "compute_run", real)
-    calls.clear()
+    monkeypatch.setattr(fr.PartialRuns, "append", real)
     assert main(argv) == 0
     result = json.loads((out / "favas-table2.json").read_text())
     assert result["resumed_runs"] == 2 and len(result["runs"]) == 4 and not partial.exists()

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from afl.data import (DATASET_NAMES, Dataset, load_dataset, make_synthetic, random_crop, random_crop_flip,
-                      random_flip)
+from afl.data import (DATASET_NAMES, Dataset, load_dataset, make_synthetic, augment_noise, random_crop,
+                      random_crop_flip, random_flip)
 from afl.data import cache, files, registry, shakespeare
 from afl.errors import ChecksumError, DataMissingError, ParameterError
 
@@ -430,26 +430,47 @@ def test_shakespeare_loader_on_tiny_text(tmp_path, tmp_cache):
 
 # --- augmentation, synthetic data, manifest ---------------------------------------------------------------
 
+def noise(seed, n):
+    return augment_noise(n, torch.Generator().manual_seed(seed))
+
+
 def test_augment_shapes_and_determinism():
     x = torch.randn(16, 3, 32, 32)
-    a = random_crop_flip(x, torch.Generator().manual_seed(0))
-    b = random_crop_flip(x, torch.Generator().manual_seed(0))
-    c = random_crop_flip(x, torch.Generator().manual_seed(1))
+    a = random_crop_flip(x, noise(0, 16))
+    b = random_crop_flip(x, noise(0, 16))
+    c = random_crop_flip(x, noise(1, 16))
     assert a.shape == x.shape and torch.equal(a, b) and not torch.equal(a, c)
-    assert random_flip(x, torch.Generator().manual_seed(0)).shape == x.shape
+    assert random_flip(x, noise(0, 16)).shape == x.shape
     u8 = torch.randint(0, 256, (5, 3, 8, 8), dtype=torch.uint8)
-    assert random_crop_flip(u8, torch.Generator().manual_seed(0), padding=2).dtype == torch.uint8
+    assert random_crop_flip(u8, noise(0, 5), padding=2).dtype == torch.uint8
+    with pytest.raises(ParameterError, match="noise"):
+        random_flip(x, noise(0, 15))
+
+
+def test_augment_of_a_sample_depends_only_on_its_own_bits():
+    x = torch.randn(12, 3, 8, 8)
+    bits = noise(4, 12)
+    whole = random_crop_flip(x, bits, padding=2)
+    parts = torch.cat([random_crop_flip(x[i:i + 3], bits[i:i + 3], padding=2) for i in range(0, 12, 3)])
+    assert torch.equal(whole, parts)
+
+
+def test_augment_offsets_and_flips_are_uniform():
+    bits = noise(0, 40000)
+    flips = (bits & 1).float().mean()
+    offsets = torch.bincount((bits >> 1) % 9, minlength=9).float() / len(bits)
+    assert abs(flips - 0.5) < 0.01 and (offsets - 1 / 9).abs().max() < 0.01
 
 
 def test_crop_is_a_shifted_window_and_flip_mirrors():
     x = torch.arange(2 * 1 * 6 * 6, dtype=torch.float32).view(2, 1, 6, 6) + 1
     fill = torch.tensor([-5.0])
-    out = random_crop(x, torch.Generator().manual_seed(3), padding=2, fill=fill)
+    out = random_crop(x, noise(3, 2), padding=2, fill=fill)
     padded = torch.nn.functional.pad(x, (2, 2, 2, 2), value=-5.0)
     for i in range(2):
         crops = [padded[i, :, r:r + 6, c:c + 6] for r in range(5) for c in range(5)]
         assert any(torch.equal(out[i], cr) for cr in crops)
-    flips = [random_flip(x, torch.Generator().manual_seed(s)) for s in range(8)]
+    flips = [random_flip(x, noise(s, 2)) for s in range(8)]
     for f in flips:
         for i in range(2):
             assert torch.equal(f[i], x[i]) or torch.equal(f[i], x[i].flip(-1))
@@ -461,7 +482,7 @@ def test_dataset_augment_pads_with_black():
     ds.mean, ds.std, ds.augment = (0.5, 0.4, 0.3), (0.2, 0.2, 0.2), "crop_flip"
     black = ds.pad_value(ds.train_x)
     assert torch.allclose(black, torch.tensor([-2.5, -2.0, -1.5]))
-    out = ds.apply_augment(torch.zeros(64, 3, 8, 8) + 9, torch.Generator().manual_seed(0))
+    out = ds.apply_augment(torch.zeros(64, 3, 8, 8) + 9, noise(0, 64))
     vals = set(out[:, 0].unique().tolist())
     assert vals <= {9.0, -2.5} and -2.5 in vals
 
@@ -469,8 +490,8 @@ def test_dataset_augment_pads_with_black():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_augment_same_on_cuda_as_cpu():
     x = torch.randn(64, 3, 32, 32)
-    cpu = random_crop_flip(x, torch.Generator().manual_seed(5))
-    gpu = random_crop_flip(x.cuda(), torch.Generator().manual_seed(5))
+    cpu = random_crop_flip(x, noise(5, 64))
+    gpu = random_crop_flip(x.cuda(), noise(5, 64))
     assert torch.equal(cpu, gpu.cpu())
 
 

@@ -45,7 +45,7 @@ def make_federation(dataset, model: str, n_clients: int, partition: str = "iid",
     if dtype is not None:
         module = module.to(dtype)
     engine = LocalSGD(module, data, batch_size, strategy=strategy)
-    queue = JobQueue(engine, ClientStreams(parts, batch_size, seed=seed), seed=seed)
+    queue = JobQueue(engine, ClientStreams(parts, batch_size, seed=seed, noise=engine.augment), seed=seed)
     profile = profile or two_speed(n_clients, slow_fraction=slow_fraction, seed=seed)
     return Federation(queue, profile, engine.model.flatten().to(engine.device), seed=seed)
 
@@ -66,6 +66,7 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     learner = algo.learner(fed, history, cfg)
     schedule = algo.protocol(fed, cfg, learner, total_time)
     learner.finish()
+    fed.queue.cancel_jobs()              # clients still training when the time ran out: never needed
     out = history.to_dict()
     out["schedule"] = schedule
     out["model"] = learner.w

@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..engine import LocalSGD
 from ..errors import check, check_int, check_real
-from ..jobs import JobQueue
+from ..jobs import Evaluation, JobQueue
 from ..sim.schedule import Contact
 from ..sim.speeds import SpeedProfile
 from .state import ClientState
@@ -58,12 +58,13 @@ class History:
 
     ``record(now, model)`` is called *before* the server model changes at simulated time ``now``: every grid
     point in ``(last, now]`` gets the model that held there. ``finish(model)`` fills the grid to the end.
+    Evaluations are lazy (:meth:`afl.jobs.JobQueue.evaluate`): they run with the next local training, many
+    models at once, and :attr:`series` holds their values.
     """
 
     queue: JobQueue
     eval_every: float
     total_time: float
-    series: dict = field(default_factory=dict)
     counters: dict = field(default_factory=lambda: dict(server_steps=0, client_steps=0, bytes_up=0, bytes_down=0))
     wall_start: float = field(default_factory=_wall.perf_counter)
 
@@ -71,6 +72,7 @@ class History:
         check(self.eval_every > 0, "eval_every", self.eval_every, "a positive simulated time")
         check(self.total_time > 0, "total_time", self.total_time, "a positive simulated time")
         self._next = 0.0
+        self._rows: list[tuple[float, Evaluation, dict]] = []
 
     @property
     def next_eval(self) -> float:
@@ -84,24 +86,31 @@ class History:
         """Evaluate ``model`` for every grid time ``<= min(now, total_time)`` not yet recorded."""
         if not self.due(now):
             return
-        res = self.queue.engine.evaluate(model)
-        row = dict(accuracy=float(res["accuracy"]), loss=float(res["loss"]), **self.counters,
-                   **{k: float(v) for k, v in extra.items()})
+        evaluation = self.queue.evaluate(model)
+        row = dict(self.counters, **{k: float(v) for k, v in extra.items()})
         while self.due(now):
-            self.series.setdefault("time", []).append(self._next)
-            for k, v in row.items():
-                self.series.setdefault(k, []).append(v)
+            self._rows.append((self._next, evaluation, row))
             self._next = round(self._next + self.eval_every, 9)
 
     def finish(self, model: Tensor, **extra) -> None:
         self.record(self.total_time, model, **extra)
 
+    @property
+    def series(self) -> dict[str, list]:
+        """``time``, ``accuracy``, ``loss``, the counters and any extra value, one entry per grid time so far."""
+        out: dict[str, list] = {}
+        for time, evaluation, row in self._rows:
+            for k, v in dict(time=time, **evaluation.value(), **row).items():
+                out.setdefault(k, []).append(v)
+        return out
+
     def to_dict(self) -> dict:
         """``curve`` (every series on the grid) plus the run's totals and speed."""
+        series = self.series
         wall = _wall.perf_counter() - self.wall_start
         computed = self.queue.client_steps
-        acc = self.series.get("accuracy", [])
-        return {"curve": dict(self.series), "final_accuracy": acc[-1] if acc else None, **self.counters,
+        acc = series.get("accuracy", [])
+        return {"curve": series, "final_accuracy": acc[-1] if acc else None, **self.counters,
                 "computed_client_steps": computed, "wall_seconds": wall,
                 "client_steps_per_s": computed / wall if wall > 0 else None}
 

@@ -92,6 +92,6 @@ class ClockedLearner(Learner):
     def local_models(self, t: float) -> Tensor:
         """Every client's local model ``(n, P)`` at time ``t``: its start trained for the steps done by ``t``."""
         steps = np.minimum(self.progress(t), self.K)
-        batches = torch.stack([b if b is not None else torch.zeros(self.K, self.queue.engine.batch_size,
-                                                                   dtype=torch.long) for b in self.batches])
-        return self.queue.engine.run(self.starts, batches, steps.tolist(), self.lr)
+        jobs = [self.queue.submit(i, self.starts[i], int(k), self.lr, batches=b) if b is not None and k > 0
+                else None for i, (k, b) in enumerate(zip(steps, self.batches))]
+        return torch.stack([self.starts[i] if j is None else j.result() for i, j in enumerate(jobs)])

@@ -7,7 +7,7 @@
 from afl.data.dataset import Dataset, make_synthetic
 from afl.data.datasets import load_dataset, STATS
 from afl.data.registry import DATASET_NAMES, SOURCES
-from afl.data.augment import random_crop, random_crop_flip, random_flip
+from afl.data.augment import augment_noise, random_crop, random_crop_flip, random_flip
 from afl.data.partition import (PARTITION_SCHEMES, by_group, dirichlet, fixed_size, iid, label_histogram,
                                 partition, plot_partition, shards, summary)
 

@@ -63,14 +63,15 @@ class Dataset:
             return 0.0
         return -torch.tensor(self.mean, device=x.device) / torch.tensor(self.std, device=x.device)
 
-    def apply_augment(self, x: Tensor, generator: torch.Generator) -> Tensor:
-        """Apply this dataset's training augmentation (``self.augment``) to a batch ``x`` (B, C, H, W)."""
+    def apply_augment(self, x: Tensor, noise: Tensor) -> Tensor:
+        """Apply this dataset's training augmentation (``self.augment``) to a batch ``x`` (B, C, H, W), with
+        each sample's random bits ``noise`` (B,) (:func:`afl.data.augment.augment_noise`)."""
         from afl.data import augment as aug
         if self.augment is None:
             return x
         if self.augment == "flip":
-            return aug.random_flip(x, generator)
-        return aug.random_crop_flip(x, generator, padding=4, fill=self.pad_value(x))
+            return aug.random_flip(x, noise)
+        return aug.random_crop_flip(x, noise, padding=4, fill=self.pad_value(x))
 
     def to(self, device, dtype: torch.dtype | None = None) -> "Dataset":
         """A copy with every tensor on ``device``; with ``dtype``, floating-point inputs in that type."""

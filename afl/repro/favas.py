@@ -24,16 +24,19 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, replace
+from functools import partial as partial_fn
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import torch
 
 from ..algorithms import get as get_algorithm, make_federation, run_algorithm
 from ..compress import Quantizer
 from ..data import load_dataset
-from ..errors import check, check_choice, check_int
+from ..errors import RunsFailed, check, check_choice, check_int
 from ..plots import style
+from ..fleet import DEFAULT_SIZE, Outcome, run_fleet, run_on_ray, run_one_by_one
 from ..results import PartialRuns, output_dir, progress_bar, setting_key
 from ..runtime import resolve_device
 
@@ -186,27 +189,56 @@ def run_key(run: dict) -> tuple:
 
 
 def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
-                 partial: PartialRuns | None = None, progress: bool = True, done: list[dict] = ()) -> list[dict]:
-    """Every (seed, split, method) of ``cfg``, seed by seed, so that an interrupted run has whole seeds.
+                 partial: PartialRuns | None = None, progress: bool = True, done: list[dict] = (),
+                 fleet: bool = True, fleet_size: int | None = None, ray: str | None = None) -> list[dict]:
+    """Every (seed, split, method) of ``cfg``: as one fleet (:mod:`afl.fleet`; at most ``fleet_size`` runs live),
+    one by one (``fleet=False``), or as fleets on a Ray cluster (``ray``: an address, or ``"local"``).
 
-    Each finished run is appended to ``partial``; runs in ``done`` (read back from such a file, or reused from
-    another experiment) are kept and not computed again.
+    Each finished run is appended to ``partial`` as it ends; runs in ``done`` (read back from such a file, or
+    reused from another experiment) are kept and not computed again. A run that fails fails alone: the others
+    finish and are saved, then :class:`~afl.errors.RunsFailed` names each failed run with its error.
     """
     seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
-    data = load_dataset(cfg.dataset, root=root, device=device, normalize=cfg.normalize)
     have = {run_key(r): r for r in done}
-    jobs = [(sp, m, seed) for seed in range(seeds) for sp in cfg.splits for m in cfg.methods]
-    bar = progress_bar(len(jobs), progress)
-    bar.update(sum(j in have for j in jobs))
-    for sp, m, seed in (j for j in jobs if j not in have):
-        bar.set_description(f"{m} {sp} seed {seed}")
-        have[(sp, m, seed)] = run = compute_run(cfg, m, sp, seed, dataset=data, device=device,
-                                                track_variance=track_variance)
-        if partial is not None:
-            partial.append(run)
+    keys = [(sp, m, seed) for seed in range(seeds) for sp in cfg.splits for m in cfg.methods]
+    todo = [k for k in keys if k not in have]
+    bar = progress_bar(len(keys), progress)
+    bar.update(len(keys) - len(todo))
+    bar.set_description("fleet" if fleet else "one by one")
+    failed = []
+
+    def finished(outcome) -> None:
+        if outcome.ok:
+            have[outcome.key] = outcome.value
+            if partial is not None:
+                partial.append(outcome.value)
+        else:
+            failed.append(outcome)
         bar.update(1)
+
+    work = partial_fn(run_grid, cfg, device=str(device), root=root, track_variance=track_variance, fleet=fleet,
+                      fleet_size=fleet_size)
+    if ray is None:
+        work(todo, on_outcome=finished)
+    else:
+        run_on_ray(work, todo, address=ray, num_gpus=1 if torch.device(device).type == "cuda" else 0,
+                   on_done=lambda outcomes: [finished(o) for o in outcomes])
     bar.close()
-    return [have[j] for j in jobs]
+    if failed:
+        raise RunsFailed([(o.key, o.error) for o in failed])
+    return [have[k] for k in keys]
+
+
+def run_grid(cfg: FavasSetting, keys: list[tuple], *, device="cpu", root=None, track_variance=False,
+             fleet: bool = True, fleet_size: int | None = None, on_outcome=None) -> list[Outcome]:
+    """The runs ``keys`` ((split, method, seed) each) of ``cfg`` on one machine, as a fleet or one by one; their
+    :class:`~afl.fleet.Outcome` list. Loads the dataset once (a Ray task calls this on its worker)."""
+    data = load_dataset(cfg.dataset, root=root, device=device, normalize=cfg.normalize)
+    tasks = [(key, partial_fn(compute_run, cfg, key[1], key[0], key[2], dataset=data, device=device,
+                              track_variance=track_variance)) for key in keys]
+    if fleet:
+        return run_fleet(tasks, size=fleet_size, on_outcome=on_outcome)
+    return run_one_by_one(tasks, on_outcome=on_outcome)
 
 
 def table2(runs: list[dict]) -> dict:
@@ -300,17 +332,22 @@ def reusable_runs(path, cfg: FavasSetting, track_variance: bool = False) -> list
 
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results",
                    root=None, device="cpu", progress: bool = True, fresh: bool = False, reuse=(),
+                   fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
                    **overrides) -> list[Path]:
     """Compute an experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``; returns the paths.
 
     Finished runs are appended to ``OUT/<experiment>.partial.jsonl`` as they end, and an interrupted invocation
     is resumed from that file (``fresh=True`` discards it first). ``reuse``: JSON results of other experiments
-    whose runs are taken where they are the same runs (:func:`reusable_runs`). ``overrides`` replace fields of
+    whose runs are taken where they are the same runs (:func:`reusable_runs`). ``fleet``, ``fleet_size``,
+    ``ray``: how the runs are executed (:func:`compute_runs`; the results do not depend on it beyond float
+    rounding). ``overrides`` replace fields of
     the setting (e.g. ``n=10``). Everything is checked before anything is created or computed.
     """
     cfg = setting(experiment, quick=quick, **overrides)
     n_seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
     dev = resolve_device(device)
+    if fleet_size is not None:
+        check_int("fleet_size", fleet_size, 1)
     reuse = [Path(p) for p in reuse]
     for p in reuse:
         check(p.is_file(), "reuse", str(p), "JSON results written by afl repro")
@@ -323,12 +360,17 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     have = {run_key(r) for r in resumed}
     reused = [r for p in reuse for r in reusable_runs(p, cfg, variance) if run_key(r) not in have]
     runs = compute_runs(cfg, seeds=n_seeds, device=dev, root=root, track_variance=variance, partial=partial,
-                        progress=progress, done=resumed + reused)
+                        progress=progress, done=resumed + reused, fleet=fleet, fleet_size=fleet_size, ray=ray)
     rows = table2(runs)
     command = ("afl repro " + experiment + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
-               + "".join(f" --reuse {p}" for p in reuse))
+               + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
+               + (f" --fleet-size {fleet_size}" if fleet_size else "") + (" --ray" if ray else ""))
     keys = lambda rs: {run_key(r) for r in rs}  # noqa: E731
+    execution = ("one by one" if not fleet else f"as one fleet of at most {fleet_size or DEFAULT_SIZE} live runs")
+    if ray is not None:
+        execution = f"as Ray tasks ({ray}), each {'a fleet' if fleet else 'one by one'}"
     result = {"experiment": experiment, "command": command, "quick": quick, "machine": _machine(str(dev)),
+              "execution": f"runs computed {execution}",
               "resumed_runs": len(keys(resumed) & keys(runs)), "reused_runs": len(keys(reused) & keys(runs)),
               "config": asdict(cfg) | {"seeds": n_seeds}, "rows": rows,
               "methods": {m: {"algorithm": METHODS[m].algorithm, "label": style(m)["label"],
@@ -389,9 +431,11 @@ def report(result: dict, per_run: bool = True) -> str:
     for key, how in (("resumed_runs", "read back from the partial file of an interrupted invocation"),
                      ("reused_runs", "taken from the results named by `--reuse` (the same runs)")):
         if result.get(key):
-            notes.append(f"{result[key]} of the {len(runs)} runs were {how}; the same command recomputes them bit "
-                         "for bit on the same machine (other CPUs may round differently, and chaotic runs amplify it).")
-    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "", f"Machine: {result['machine']}",
+            notes.append(f"{result[key]} of the {len(runs)} runs were {how}; computed again, they agree to float "
+                         "rounding (a fleet batches them with other runs, another CPU rounds differently), which "
+                         "chaotic non-IID runs amplify.")
+    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
+             f"Machine: {result['machine']}" + (f"; {result['execution']}" if "execution" in result else ""),
              "", f"Seeds: {cfg['seeds']}. Final test accuracy (%) at simulated time {cfg['total_time']:g}"
              + (", mean ± std over seeds." if cfg["seeds"] > 1 else ".") + "".join(" " + n for n in notes), "",
              table2_markdown(result["rows"], with_paper=result["paper"] is not None)]
@@ -413,5 +457,5 @@ def _machine(device: str) -> str:
 
 
 __all__ = ["METHODS", "Method", "SPLITS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting", "compute_run",
-           "compute_runs", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy", "plot_variance",
+           "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy", "plot_variance",
            "reusable_runs", "run_experiment", "write_result", "replot", "report"]

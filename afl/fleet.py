@@ -1,0 +1,186 @@
+"""Fleets: many independent runs simulated at once, their local training batched together.
+
+The runs of a table are independent, and each spends its time asking the engine for a few clients' local
+training (FAVAS: the s = 20 contacted clients of one server step). A fleet runs such runs side by side and
+trains *all* their pending jobs together: when every live run is waiting for a result, the pending jobs of
+all of them go to the engine in one call per group of interchangeable engines and hooks, and the due
+evaluations in one stack of models (:func:`afl.jobs.run_pending`); then every run goes on.
+
+How: each run is an ordinary simulation in a thread of its own, its algorithm code unchanged. Where it
+would train its pending jobs (:meth:`afl.jobs.JobQueue.flush`) it hands control back to the fleet and waits.
+Exactly one thread runs at a time -- the fleet resumes the runs one after the other, each until it waits
+or ends -- so nothing is shared between threads at once, every run's random numbers come from its own
+seeded generators, and a fleet computes what the runs compute one by one (to the float rounding of bigger
+batched kernels; ``tests/test_fleet.py``). Threads rather than generators, because the runs' code then
+needs no ``yield`` at every place that might need a result; rather than processes, because the batching
+needs the runs' jobs in one address space.
+
+A run that raises fails alone: its error is kept and the others finish (:class:`Outcome`).
+:func:`run_on_ray` spreads a grid over Ray tasks, each a fleet of its own.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Sequence
+
+from .errors import ParameterError, check_int
+from .jobs import _context, run_pending
+
+#: live runs of a fleet unless told otherwise (each holds its federation's per-client tables)
+DEFAULT_SIZE = 64
+
+
+@dataclass
+class Outcome:
+    """What one run gave: its ``value``, or the ``error`` it raised; ``key`` names the run."""
+
+    key: Hashable
+    value: Any = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class _Member:
+    """One run of a fleet, in a thread of its own that runs only while the fleet has resumed it."""
+
+    def __init__(self, key: Hashable, task: Callable[[], Any]):
+        self.key, self.task = key, task
+        self.queues: list = []                  # the run's job queues register here (afl.jobs.JobQueue)
+        self.outcome: Outcome | None = None
+        self.interrupt: BaseException | None = None   # KeyboardInterrupt, SystemExit: stops the whole fleet
+        self._go, self._paused = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._main, name=f"afl-fleet-run-{key}", daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        _context.member = self
+        self._go.wait()
+        self._go.clear()
+        try:
+            self.outcome = attempt(self.key, self.task)
+        except BaseException as stop:  # noqa: BLE001 -- raised again in the fleet's thread
+            self.interrupt, self.outcome = stop, Outcome(self.key, error=stop)
+        finally:
+            self.queues = []
+            self._paused.set()
+
+    def wait(self) -> None:
+        """Called by the run's own thread: give control back until the fleet has run the pending work."""
+        self._paused.set()
+        self._go.wait()
+        self._go.clear()
+
+    def resume(self) -> None:
+        """Called by the fleet: let the run go on until it waits again or ends."""
+        self._paused.clear()
+        self._go.set()
+        self._paused.wait()
+
+
+def attempt(key: Hashable, task: Callable[[], Any]) -> Outcome:
+    """``task()`` as an :class:`Outcome`: a run that raises fails alone, with its error."""
+    try:
+        return Outcome(key, value=task())
+    except Exception as error:  # noqa: BLE001 -- reported with the run's key
+        return Outcome(key, error=error)
+
+
+def run_fleet(tasks: Sequence[tuple[Hashable, Callable[[], Any]]], *, size: int | None = None,
+              on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Run every ``(key, task)`` (a function of no arguments that simulates one run) as one fleet; their
+    outcomes, in the tasks' order.
+
+    ``size`` bounds how many runs are live at once (memory: each holds its federation; default
+    :data:`DEFAULT_SIZE`); the next task starts when a run ends. ``on_outcome`` is called, in the caller's
+    thread, as each run ends (to save it, or to advance a progress bar).
+    """
+    size = DEFAULT_SIZE if size is None else check_int("fleet_size", size, 1)
+    todo, live, outcomes = deque(tasks), [], {}
+    while todo or live:
+        while todo and len(live) < size:
+            live.append(_Member(*todo.popleft()))
+        for member in live:
+            member.resume()
+            if member.interrupt is not None:
+                raise member.interrupt
+        for member in [m for m in live if m.outcome is not None]:
+            live.remove(member)
+            member.thread.join()
+            outcomes[member.key] = member.outcome
+            if on_outcome is not None:
+                on_outcome(member.outcome)
+        run_pending([q for m in live for q in m.queues])
+    return [outcomes[key] for key, _ in tasks]
+
+
+def run_one_by_one(tasks: Sequence[tuple[Hashable, Callable[[], Any]]], *,
+                   on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """The same runs without a fleet, each alone (the path a fleet is compared with)."""
+    outcomes = []
+    for key, task in tasks:
+        outcomes.append(attempt(key, task))
+        if on_outcome is not None:
+            on_outcome(outcomes[-1])
+    return outcomes
+
+
+def chunks(items: Sequence, parts: int) -> list[list]:
+    """``items`` split into ``parts`` contiguous chunks of nearly equal length (none empty)."""
+    parts = max(1, min(parts, len(items)))
+    bounds = [round(i * len(items) / parts) for i in range(parts + 1)]
+    return [list(items[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+def ray_address(flag: bool | str | None) -> str | None:
+    """The Ray cluster to use: ``flag`` (``True``: ``AFL_RAY_ADDRESS`` or a local instance), else
+    ``AFL_RAY_ADDRESS`` if set, else ``None`` (no Ray)."""
+    env = os.environ.get("AFL_RAY_ADDRESS") or None
+    if flag is True:
+        return env or "local"
+    return flag or env
+
+
+def run_on_ray(work: Callable[[list], list], items: Sequence, *, fleets: int | None = None,
+               address: str = "local", num_gpus: float = 0,
+               on_done: Callable[[list], None] | None = None) -> list:
+    """``work(chunk)`` for chunks of ``items`` as Ray tasks (``fleets`` of them; default: the cluster's CPUs),
+    each typically a fleet of its own on a CPU or GPU worker; the results concatenated in order.
+
+    ``work`` and the items must be picklable (a module-level function or a ``functools.partial`` of one, and
+    plain data). ``address``: ``"local"`` starts a local Ray instance; anything else is passed to
+    ``ray.init``. ``on_done`` is called with each chunk's results as they arrive. Install with
+    ``pip install 'afl[ray]'``.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise ParameterError("ray", address, "an installed Ray: pip install 'afl[ray]'") from None
+    if not ray.is_initialized():
+        ray.init(address=None if address == "local" else address, include_dashboard=False,
+                 log_to_driver=False)
+    if fleets is None:
+        fleets = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    parts = chunks(list(items), check_int("fleets", fleets, 1))
+    remote = ray.remote(num_cpus=1, num_gpus=num_gpus)(_call)
+    pending = {remote.remote(work, part): i for i, part in enumerate(parts)}
+    results: list = [None] * len(parts)
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        i = pending.pop(ready[0])
+        results[i] = ray.get(ready[0])
+        if on_done is not None:
+            on_done(results[i])
+    return [r for part in results for r in part]
+
+
+def _call(work, chunk):
+    return work(chunk)
+
+
+__all__ = ["DEFAULT_SIZE", "Outcome", "attempt", "run_fleet", "run_one_by_one", "chunks", "ray_address", "run_on_ray"]

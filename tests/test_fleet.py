@@ -1,0 +1,137 @@
+"""Fleets (afl.fleet): many runs trained together give what the runs give one by one; failures stay alone.
+
+The federations are float64 (tests/reference.py), so that the bigger batched kernels of a fleet round no
+ReLU differently from the one-by-one runs and the curves agree to 1e-9.
+"""
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+import afl.jobs
+from afl.algorithms import register, run_algorithm
+from afl.algorithms.fedavg import FedAvg, FedAvgSettings
+from afl.algorithms.registry import REGISTRY, synchronous
+from afl.errors import ParameterError
+from afl.fleet import chunks, run_fleet, run_one_by_one
+from reference import RUN, TIME, federation
+
+TOL = dict(rtol=1e-9, atol=1e-10)
+
+
+@dataclass(frozen=True)
+class HeavyBall:
+    """Local heavy-ball momentum as a correction hook: m <- beta m + d, step along m. Equal hooks batch."""
+
+    beta: float
+
+    def __call__(self, t, w, d, w0, state):
+        return state["m"].mul_(self.beta).add_(d)
+
+
+class MomentumFedAvg(FedAvg):
+    """FedAvg whose clients train with local momentum (a hook with per-job state)."""
+
+    def on_start(self, client, t):
+        self.jobs[client] = self.queue.submit(client, self.w, self.K, self.lr, hook=HeavyBall(0.9),
+                                              state={"m": torch.zeros_like(self.w)})
+
+
+@pytest.fixture
+def momentum_fedavg():
+    register("momentum-fedavg", FedAvgSettings, MomentumFedAvg, synchronous, "FedAvg with local momentum (test)")
+    yield "momentum-fedavg"
+    REGISTRY.pop("momentum-fedavg")
+
+
+def simulate(name, seed, **kw):
+    out = run_algorithm(name, federation(seed=seed), **TIME, **{**RUN.get(name, RUN["fedavg"]), **kw})
+    return out["curve"], out["model"], out["computed_client_steps"]
+
+
+def assert_same(a, b):
+    (curve_a, model_a, steps_a), (curve_b, model_b, steps_b) = a, b
+    assert curve_a.keys() == curve_b.keys() and steps_a == steps_b
+    for key in curve_a:
+        assert curve_a[key] == pytest.approx(curve_b[key], rel=1e-9, abs=1e-10), key
+    torch.testing.assert_close(model_a, model_b, **TOL)
+
+
+def test_fleet_equals_one_by_one_and_batches_across_runs(momentum_fedavg, monkeypatch):
+    runs = [(name, seed) for name in ("favas", "fedbuff", momentum_fedavg) for seed in (0, 1)]
+    alone = {run: simulate(*run) for run in runs}
+    calls, real = [], afl.jobs._train
+
+    def spy(jobs):
+        calls.append({id(j._queue) for j in jobs})
+        real(jobs)
+    monkeypatch.setattr(afl.jobs, "_train", spy)
+    outcomes = run_fleet([(run, lambda run=run: simulate(*run)) for run in runs])
+    assert [o.key for o in outcomes] == runs and all(o.ok for o in outcomes)
+    for o in outcomes:
+        assert_same(o.value, alone[o.key])
+    assert max(len(queues) for queues in calls) >= 4          # one engine call trained several runs' jobs
+
+
+def test_fleet_size_bounds_the_live_runs():
+    live, most = set(), []
+
+    def task(i):
+        live.add(i)
+        most.append(len(live))
+        out = simulate("fedavg", i)
+        live.discard(i)
+        return out
+    outcomes = run_fleet([(i, lambda i=i: task(i)) for i in range(5)], size=2)
+    assert max(most) == 2 and all(o.ok for o in outcomes)
+    assert_same(outcomes[4].value, simulate("fedavg", 4))
+
+
+def test_a_failing_run_fails_alone_with_its_error():
+    def nan_lr():                      # fails inside an engine call shared with the other runs' jobs
+        fed = federation(seed=3)
+        return fed.queue.submit(0, fed.init, 2, float("nan")).result()
+    tasks = [("favas", lambda: simulate("favas", 0)),
+             ("s > n", lambda: simulate("favas", 1, s=99)),
+             ("nan lr", nan_lr),
+             ("fedbuff", lambda: simulate("fedbuff", 2))]
+    seen = []
+    outcomes = run_fleet(tasks, on_outcome=lambda o: seen.append(o.key))
+    assert sorted(seen) == sorted(k for k, _ in tasks)
+    errors = {o.key: o.error for o in outcomes}
+    assert isinstance(errors["s > n"], ParameterError) and "s=99" in str(errors["s > n"])
+    assert isinstance(errors["nan lr"], ParameterError) and "lr" in str(errors["nan lr"])
+    assert_same(outcomes[0].value, simulate("favas", 0))
+    assert_same(outcomes[3].value, simulate("fedbuff", 2))
+    assert [o.ok for o in run_one_by_one(tasks)] == [True, False, False, True]
+
+
+def test_ctrl_c_in_a_run_stops_the_fleet():
+    def stop():
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        run_fleet([("a", lambda: simulate("fedavg", 0)), ("b", stop)])
+
+
+def test_chunks_cover_items_in_order():
+    assert chunks(list(range(7)), 3) == [[0, 1], [2, 3, 4], [5, 6]]
+    assert chunks([1, 2], 5) == [[1], [2]]
+    with pytest.raises(ParameterError, match="fleet_size"):
+        run_fleet([], size=0)
+
+
+def test_ray_fleets_equal_the_local_fleet():
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'afl[ray]' runs this test")
+    from afl.repro import favas as fr
+    cfg = fr.setting("favas-table2", quick=True, n=8, s=2, Z=2, K=3, batch=8, total_time=40.0, eval_every=20.0,
+                     methods=("fedavg", "fedbuff", "favas"), splits=("iid", "noniid_2of3_fast"))
+    local = fr.compute_runs(cfg, seeds=2, progress=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        spread = fr.compute_runs(cfg, seeds=2, progress=False, ray="local")
+    finally:
+        ray.shutdown()
+    assert [fr.run_key(r) for r in spread] == [fr.run_key(r) for r in local]
+    for a, b in zip(local, spread):            # two fleets instead of one: at most float rounding apart
+        assert a["curve"]["loss"] == pytest.approx(b["curve"]["loss"], rel=1e-5)
+        assert a["computed_client_steps"] == b["computed_client_steps"]
