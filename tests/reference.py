@@ -20,7 +20,8 @@ DATA = make_synthetic(n_train=240, n_test=60, shape=(1, 4, 4), num_classes=4, se
 TIME = dict(total_time=60.0, eval_every=20.0)
 #: each algorithm's settings on the tiny federation
 RUN = {"favas": dict(K=K, lr=LR, s=S, server_interval=7.0), "quafl": dict(K=K, lr=LR, s=S, server_interval=7.0),
-       "fedbuff": dict(K=K, lr=LR, Z=2, server_time=3.0), "fedavg": dict(K=K, lr=LR, s=S, server_time=3.0)}
+       "fedbuff": dict(K=K, lr=LR, Z=2, server_time=3.0), "fedavg": dict(K=K, lr=LR, s=S, server_time=3.0),
+       "qafel": dict(K=K, lr=LR, Z=2, server_time=3.0)}
 
 
 def federation(partition="shards", dtype=torch.float64, seed=SEED):

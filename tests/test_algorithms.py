@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from afl.algorithms import REGISTRY, get, run_algorithm
+from afl.compress import make_quantizer
 from afl.errors import ParameterError
-from reference import K, LR, N, RUN, S, TIME, Reference, federation, server_steps
+from reference import K, LR, N, RUN, S, SEED, TIME, Reference, federation, server_steps
 
 TOL = dict(rtol=1e-9, atol=1e-10)      # float64 on both sides
 
@@ -112,6 +113,46 @@ def test_fedbuff_matches_reference(staleness, concurrency):
     assert len(in_flight) == (N if concurrency is None else concurrency)
 
 
+@pytest.mark.parametrize("hidden_state", [True, False])
+def test_qafel_matches_reference(hidden_state):
+    """QAFeL Algorithms 1-3 written out: clients start from the hidden state, uploads pass Q_c, the server sums
+    the staleness-weighted buffer and steps with momentum, then broadcasts Q_s(x - x_hat) into x_hat (or, the
+    ablation, Q_s(x) itself)."""
+    fed = federation()
+    settings = dict(client_quantizer="qsgd:4", server_quantizer="qsgd:3", hidden_state=hidden_state, server_lr=0.7,
+                    server_momentum=0.3, reducer="sum", staleness="sqrt", concurrency=4)
+    out = run("qafel", fed, **settings)
+    ref = Reference(fed)
+    q_c, q_s = make_quantizer("qsgd:4", seed=2 * SEED), make_quantizer("qsgd:3", seed=2 * SEED + 1)
+    w, velocity = fed.init.clone(), torch.zeros_like(fed.init)
+    hidden = {0.0: w.clone()}                       # the hidden state clients start from, by start time
+    batches = {}
+    for started, client in sorted({(c.started, c.client) for c in out["schedule"].contacts}):
+        batches[(client, started)] = ref.streams.take(client, K)
+    for group in server_steps(out["schedule"].contacts):
+        deltas = torch.stack([hidden[c.started] - ref.train(hidden[c.started], batches[(c.client, c.started)], K, LR)
+                              for c in group])
+        received = q_c.roundtrip(deltas).double()
+        g = sum(received[i] / math.sqrt(1 + c.staleness) for i, c in enumerate(group))
+        velocity = 0.3 * velocity + g
+        w = w - 0.7 * velocity
+        last = hidden[max(hidden)]
+        hidden[group[0].time] = (last + q_s.roundtrip(w - last).double() if hidden_state
+                                 else q_s.roundtrip(w).double())
+    torch.testing.assert_close(out["model"], w, **TOL)
+    steps = len(server_steps(out["schedule"].contacts))
+    d = fed.init.numel()
+    assert out["broadcasts"] == steps and out["bytes_down"] == steps * q_s.nbytes(d)
+    assert out["bytes_up"] == steps * 2 * q_c.nbytes(d)
+
+
+def test_qafel_with_exact_quantizers_is_fedbuff():
+    fed_a, fed_b = federation(), federation()
+    a = run("qafel", fed_a, client_quantizer="identity", server_quantizer="identity", concurrency=4)
+    b = run("fedbuff", fed_b, concurrency=4)
+    torch.testing.assert_close(a["model"], b["model"], **TOL)
+
+
 def test_fedavg_matches_reference():
     fed = federation("iid")
     out = run("fedavg", fed)
@@ -166,6 +207,8 @@ def test_same_seed_same_numbers_bit_for_bit(name):
     ("favas", dict(mode="random"), "mode"), ("favas", dict(reweighting="half"), "reweighting"),
     ("fedbuff", dict(Z=N + 1), "Z"), ("fedbuff", dict(concurrency=1), "concurrency"),
     ("fedbuff", dict(concurrency=N + 1), "concurrency"), ("fedbuff", dict(staleness="exp"), "staleness"),
+    ("fedbuff", dict(server_momentum=1.0), "server_momentum"), ("fedbuff", dict(reducer="max"), "reducer"),
+    ("qafel", dict(client_quantizer="qsgd:1"), "bits"), ("qafel", dict(server_quantizer="zip"), "quantizer"),
     ("fedavg", dict(s=0), "s"), ("quafl", dict(quantizer="fp8"), "quantizer"),
     ("quafl", dict(scale_interval_by_bits=True), "scale_interval_by_bits"),
 ])
@@ -181,7 +224,7 @@ def test_bad_run_length_names_the_parameter(kw, name):
 
 
 def test_registry_and_misplaced_settings():
-    assert set(REGISTRY) == {"fedavg", "quafl", "fedbuff", "favas"}
+    assert set(REGISTRY) == {"fedavg", "quafl", "fedbuff", "favas", "qafel"}
     with pytest.raises(ParameterError, match="algorithm"):
         run_algorithm("fedasync", federation(), **TIME)
     with pytest.raises(ParameterError) as err:                   # s belongs to other algorithms, not FedBuff

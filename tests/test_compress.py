@@ -4,8 +4,9 @@ import math
 import pytest
 import torch
 
-from afl.compress import (Identity, LatticeQuantizer, QSGDQuantizer, make_quantizer, quantized_interval)
+from afl.compress import (Identity, LatticeQuantizer, QSGDQuantizer, get, make_quantizer, quantized_interval)
 from afl.errors import ParameterError
+from afl.models import build_model
 
 
 def lattice_reference(codes, key, bits, step):
@@ -157,7 +158,15 @@ def test_make_quantizer_seed_is_a_default():
     (lambda: make_quantizer("lattice:14:0"), "step", "> 0"),
     (lambda: make_quantizer("qsgd:4:bucket=-2"), "bucket", ">= 1"),
     (lambda: make_quantizer("qsgd:x"), "bits", r"\[2, 24\]"),
-    (lambda: make_quantizer("topk:10"), "quantizer", "'lattice'"),
+    (lambda: make_quantizer("zip:10"), "quantizer", "'lattice'"),
+    (lambda: make_quantizer("topk:10"), "fraction", r"\(0, 1\]"),
+    (lambda: make_quantizer("topk:0"), "fraction", r"\(0, 1\]"),
+    (lambda: make_quantizer("randk:0.1:rescale=maybe"), "rescale", "'true'"),
+    (lambda: make_quantizer("scalar:4"), "shapes", "parameter shapes"),
+    (lambda: make_quantizer("scalar:9", shapes=[(2, 2)]), "bits", r"\[1, 8\]"),
+    (lambda: make_quantizer("scalar:4", shapes=[(2, 2)]).bits(5), "d", "4, the size"),
+    (lambda: make_quantizer("luq:1"), "bits", r"\[2, 8\]"),
+    (lambda: make_quantizer("sr:0"), "bits", r"\[1, 24\]"),
     (lambda: make_quantizer("lattice:14"), "quantizer", "lattice:<bits>:<step>"),
     (lambda: make_quantizer("qsgd:4:color=red"), "quantizer", "qsgd:<bits>"),
     (lambda: make_quantizer("qsgd:bucket=3:4"), "quantizer", "positional"),
@@ -168,3 +177,113 @@ def test_make_quantizer_seed_is_a_default():
 def test_bad_parameters_name_the_parameter_and_the_allowed_range(make, name, allowed):
     with pytest.raises(ParameterError, match=rf"^{name}=.*{allowed}"):
         make()
+
+
+# ------------------------------------------------------------------------------- wire format, new quantizers
+QAFEL_SHAPES = [tuple(p.shape) for p in build_model("celeba-cnn", num_classes=2, variant="fedbuff").parameters()]
+WIRE_SPECS = ["identity", "lattice:14:1e-4", "lattice:3:0.5", "qsgd:4", "qsgd:2:bucket=7", "qsgd:8:norm=max",
+              "sr:1", "sr:5", "topk:0.1", "topk:1.0", "randk:0.3", "randk:0.05:rescale=false", "luq:2", "luq:4",
+              "luq:8"]
+
+
+@pytest.mark.parametrize("spec", WIRE_SPECS)
+@pytest.mark.parametrize("d", [1, 9, 1000])
+def test_wire_format_has_the_stated_size_and_round_trips_exactly(spec, d):
+    q = make_quantizer(spec)
+    x = torch.randn(d, generator=torch.Generator().manual_seed(d)) * 3
+    msg = q.encode(x)
+    data = q.to_bytes(msg)
+    assert isinstance(data, bytes) and len(data) == q.nbytes(d) == -(-q.bits(d) // 8)
+    key = x + 1e-6
+    assert torch.equal(q.decode(q.from_bytes(data, d), key), q.decode(msg, key))
+    with pytest.raises(ParameterError, match="data"):
+        q.from_bytes(data + b"\0", d)
+    with pytest.raises(ParameterError, match="msg"):
+        q.to_bytes(q.encode(x.expand(2, d)))
+
+
+@pytest.mark.parametrize("bits, nbytes", [(8, 29924), (4, 15380), (2, 8108)])
+def test_flsim_channel_sizes_are_qafel_table1_to_the_byte(bits, nbytes):
+    d = sum(math.prod(s) for s in QAFEL_SHAPES)
+    assert d == 29282 and Identity().nbytes(d) == 117128                 # FedBuff's float32 upload
+    q = make_quantizer(f"scalar:{bits}", shapes=QAFEL_SHAPES)
+    assert q.nbytes(d) == nbytes and len(q.to_bytes(q.encode(torch.randn(d)))) == nbytes
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")
+@pytest.mark.parametrize("bits", [8, 4, 2, 1])
+def test_flsim_channel_equals_torch_quantize_per_tensor(bits):
+    from torch.ao.quantization.observer import MinMaxObserver
+    q = make_quantizer(f"scalar:{bits}", shapes=QAFEL_SHAPES)
+    model = build_model("celeba-cnn", num_classes=2, variant="fedbuff", seed=1)
+    x = torch.cat([p.detach().reshape(-1) for p in model.parameters()]) + 0.01
+    want = []
+    for p in model.parameters():
+        t = p.detach() + 0.01
+        if t.dim() > 1:
+            obs = MinMaxObserver(dtype=torch.quint8, qscheme=torch.per_tensor_affine, quant_min=0,
+                                 quant_max=2 ** bits - 1)
+            obs(t)
+            scale, zero = obs.calculate_qparams()
+            t = torch.quantize_per_tensor(t, float(scale), int(zero), torch.quint8).dequantize()
+        want.append(t.reshape(-1))
+    torch.testing.assert_close(q.roundtrip(x), torch.cat(want), rtol=0, atol=1e-7)
+
+
+def test_topk_keeps_the_largest_and_meets_its_delta():
+    q = make_quantizer("topk:0.25")
+    x = torch.tensor([0.1, -5.0, 2.0, 0.3, -0.2, 4.0, 0.0, 1.0])
+    assert torch.equal(q.roundtrip(x), torch.tensor([0, -5.0, 0, 0, 0, 4.0, 0, 0]))
+    assert q.k(8) == 2 and q.delta(8) == pytest.approx(0.25) and q.bits(8) == 2 * (3 + 32)
+    y = torch.randn(50, 300, generator=torch.Generator().manual_seed(0))
+    err = ((q.roundtrip(y) - y) ** 2).sum(-1) / (y ** 2).sum(-1)
+    assert bool((err <= q.error_bound(300) + 1e-6).all())
+
+
+@pytest.mark.parametrize("spec", ["qsgd:3", "qsgd:2:bucket=16:norm=max", "sr:2", "randk:0.2", "luq:3", "luq:5"])
+def test_unbiased_quantizers_are_unbiased_and_meet_their_error_bound(spec):
+    """Monte Carlo with a fixed seed: every coordinate's mean within 5 standard errors of x, and the mean
+    squared error within the quantizer's bound."""
+    q = make_quantizer(spec, seed=0)
+    assert q.unbiased
+    x = torch.randn(64, generator=torch.Generator().manual_seed(1)).double().float()
+    draws = q.roundtrip(x.expand(20000, -1).contiguous()).double()
+    se = draws.std(0) / math.sqrt(len(draws))
+    assert bool(((draws.mean(0) - x).abs() <= 5 * se + 1e-6).all())        # 1e-6: float32 grid points
+    mse = ((draws - x) ** 2).sum(-1).mean() / (x.double() ** 2).sum()
+    assert float(mse) <= 1.02 * q.error_bound(64)              # 2 %: Monte Carlo noise where the bound is tight
+
+
+def test_randk_without_rescaling_has_error_one_minus_k_over_d():
+    q = make_quantizer("randk:0.25:rescale=false", seed=3)
+    x = torch.randn(40, generator=torch.Generator().manual_seed(2))
+    draws = q.roundtrip(x.expand(20000, -1).contiguous())
+    mse = float(((draws - x) ** 2).sum(-1).mean() / (x ** 2).sum())
+    assert not q.unbiased and mse == pytest.approx(1 - 10 / 40, rel=0.02) and q.delta(40) == pytest.approx(0.25)
+
+
+def test_luq_levels_are_signed_powers_of_two_below_the_max():
+    q = make_quantizer("luq:3")                  # 3 non-zero levels: max/4, max/2, max
+    x = torch.tensor([8.0, -3.0, 0.5, 0.0, -8.0])
+    out = q.roundtrip(x.expand(2000, -1).contiguous())
+    assert set(out.abs().unique().tolist()) <= {0.0, 2.0, 4.0, 8.0}
+    assert bool((out[:, 0] == 8).all() and (out[:, 4] == -8).all() and (out[:, 3] == 0).all())
+
+
+def test_qsgd_delta_follows_qafel_example_b1():
+    q = make_quantizer("qsgd:8")                 # s = 127
+    d = 100
+    assert q.error_bound(d) == pytest.approx(min(2 * d / 127 ** 2, math.sqrt(2 * d) / 127))
+    assert q.delta(d) == pytest.approx(1 - q.error_bound(d))
+    assert make_quantizer("qsgd:4").delta(29282) is None                  # no Definition 2.1 delta at this d
+
+
+def test_get_builds_quantizers_from_keywords():
+    assert get("qsgd", bits=4) == make_quantizer("qsgd:4")
+    assert get("topk", fraction=0.1) == make_quantizer("topk:0.1")
+    assert get("randk", fraction=0.1, rescale=False, seed=2) == make_quantizer("randk:0.1:rescale=false:seed=2")
+    assert get("scalar", bits=4, shapes=QAFEL_SHAPES).spec == "scalar:4"
+    for spec in ["topk:0.1", "randk:0.1:rescale=false:seed=2", "sr:3:seed=4", "luq:4"]:
+        assert make_quantizer(spec).spec == spec
+    with pytest.raises(ParameterError, match="quantizer"):
+        get("zip")

@@ -16,7 +16,7 @@ from ..jobs import JobQueue
 from ..models import build_model
 from ..sim.speeds import SpeedProfile, two_speed
 from ..streams import ClientStreams
-from . import fedavg, fedbuff, favas, quafl  # noqa: F401  (each registers its algorithm)
+from . import fedavg, fedbuff, favas, qafel, quafl  # noqa: F401  (each registers its algorithm)
 from .base import Federation, History, Learner, Settings
 from .registry import REGISTRY, get, register
 from .state import ClientState

@@ -4,11 +4,13 @@ At most ``concurrency`` clients train at once; each trains K local steps from th
 and uploads its update ``Delta_j = w_start - w_end``. The server buffers updates and, once Z have arrived,
 steps
 
-    w <- w - eta_g * (1/Z) * sum_{j in buffer} s(tau_j) * Delta_j
+    g <- (1/Z) * sum_{j in buffer} s(tau_j) * Delta_j        (``reducer="mean"``; ``"sum"`` drops the 1/Z)
+    m <- beta m + g,   w <- w - eta_g m                      (server SGD with momentum beta; beta = 0: w - eta_g g)
 
 with server learning rate eta_g and staleness weight s(tau) of the update's staleness tau (server steps
 since its client started): ``"none"`` (s = 1, as in FAVAS and the QuAFL code) or ``"sqrt"``
-(s = 1 / sqrt(1 + tau), Nguyen et al. 2022). After a server step the Z clients whose updates it used are idle
+(s = 1 / sqrt(1 + tau), Nguyen et al. 2022). QAFeL's code (an FLSim fork) sums the buffer (``reducer="sum"``)
+and steps with server momentum 0.3 (PyTorch's SGD momentum, the rule above). After a server step the Z clients whose updates it used are idle
 again, and the server starts new clients, drawn uniformly from the idle ones, on the new model until
 ``concurrency`` train (:func:`afl.sim.schedule.simulate_buffered_schedule`).
 
@@ -29,6 +31,7 @@ from .base import Learner, Settings
 from .registry import buffered, register
 
 STALENESS = {"none": lambda tau: 1.0, "sqrt": lambda tau: 1.0 / math.sqrt(1.0 + tau)}
+REDUCERS = ("mean", "sum")
 
 
 @dataclass(frozen=True)
@@ -39,12 +42,16 @@ class FedBuffSettings(Settings):
     Z: int = 10
     concurrency: int | None = None
     server_lr: float = 1.0
+    server_momentum: float = 0.0
+    reducer: str = "mean"
     staleness: str = "none"
     server_time: float = 10.0
 
     def __post_init__(self):
         super().__post_init__()
         check_int("Z", self.Z, 1)
+        check_real("server_momentum", self.server_momentum, 0, 1, strict_high=True)
+        check_choice("reducer", self.reducer, REDUCERS)
         if self.concurrency is not None:
             check_int("concurrency", self.concurrency, self.Z, hint="at least Z, or None for every client")
         check_real("server_lr", self.server_lr, 0, strict_low=True)
@@ -58,27 +65,51 @@ class FedBuffSettings(Settings):
 
 
 class FedBuff(Learner):
-    """FedBuff learner: every started client trains K steps; the server applies buffers of Z updates."""
+    """FedBuff learner: every started client trains K steps; the server applies buffers of Z updates.
+
+    Subclasses change what a client starts from (:meth:`start_model`), what reaches the server of an update
+    (:meth:`received`) and what follows a server step (:meth:`after_step`)."""
 
     def __init__(self, fed, history, cfg: FedBuffSettings):
         super().__init__(fed, history, cfg)
         self.server_lr, self.weight = float(cfg.server_lr), STALENESS[cfg.staleness]
+        self.momentum, self.reducer = float(cfg.server_momentum), cfg.reducer
+        self.velocity = torch.zeros_like(self.w)
         self.version = 0
         self.jobs = {}
 
-    def on_start(self, client: int, t: float) -> None:
-        self.jobs[client] = (self.queue.submit(client, self.w, self.K, self.lr), self.w, self.version)
+    def start_model(self):
+        """The model a starting client downloads and trains from (the server model; counted as a download)."""
         self.history.counters["bytes_down"] += self.message_bytes()
+        return self.w
+
+    def received(self, updates):
+        """What the server holds of the buffered updates ``(Z, P)`` (unchanged: full precision)."""
+        return updates
+
+    def after_step(self) -> None:
+        """After the server model changed (nothing here; QAFeL broadcasts)."""
+
+    def on_start(self, client: int, t: float) -> None:
+        start = self.start_model()
+        self.jobs[client] = (self.queue.submit(client, start, self.K, self.lr), start, self.version)
 
     def on_server_step(self, t, contacts) -> None:
         self.history.record(t, self.w)
-        update = torch.zeros_like(self.w)
+        updates, weights = [], []
         for c in contacts:
             job, start, version = self.jobs.pop(c.client)
-            update += self.weight(self.version - version) * (start - job.result())
-        self.w = self.w - self.server_lr * update / len(contacts)
+            updates.append(start - job.result())
+            weights.append(self.weight(self.version - version))
+        received = self.received(torch.stack(updates))
+        g = (torch.as_tensor(weights, dtype=self.w.dtype, device=self.w.device)[:, None] * received).sum(0)
+        if self.reducer == "mean":
+            g = g / len(contacts)
+        self.velocity = self.momentum * self.velocity + g if self.momentum else g
+        self.w = self.w - self.server_lr * self.velocity
         self.version += 1
         self.count(contacts, downloads=0)
+        self.after_step()
 
 
 register("fedbuff", FedBuffSettings, FedBuff, buffered,
