@@ -86,15 +86,21 @@ def test_favas_stochastic_reweighting_matches_reference():
     torch.testing.assert_close(out["model"], w, **TOL)
 
 
-@pytest.mark.parametrize("staleness, concurrency", [("none", None), ("sqrt", None), ("none", 3), ("sqrt", 4)])
-def test_fedbuff_matches_reference(staleness, concurrency):
-    """Every contact trains K steps from the server model of its start time (a client's first start at 0 or
-    after a server step; the schedule says when), and the server applies the weighted buffer."""
+@pytest.mark.parametrize("staleness, concurrency, arrivals", [
+    ("none", None, {}), ("sqrt", None, {}), ("none", 3, {}), ("sqrt", 4, {}),
+    ("sqrt", None, dict(arrival_rate=0.8, server_time=0.0)),
+    ("none", 3, dict(arrival_rate=2.0, arrivals="poisson", server_time=0.0))])
+def test_fedbuff_matches_reference(staleness, concurrency, arrivals):
+    """Every contact trains K steps from the server model of its start time (a client's first start at 0, after a
+    server step, or at its arrival; the schedule says when), and the server applies the weighted buffer."""
     fed = federation()
-    out = run("fedbuff", fed, staleness=staleness, server_lr=0.7, concurrency=concurrency)
+    out = run("fedbuff", fed, staleness=staleness, server_lr=0.7, concurrency=concurrency, **arrivals)
     ref = Reference(fed)
     w = fed.init.clone()
-    models = {0.0: w.clone()}                        # the server model of every start time
+    models = {0.0: w.clone()}                        # the server model after each server step, by time
+
+    def model_at(t):
+        return models[max(u for u in models if u <= t)]
     weight = (lambda tau: 1.0) if staleness == "none" else (lambda tau: 1 / math.sqrt(1 + tau))
     groups = server_steps(out["schedule"].contacts)
     starts = sorted({(c.started, c.client) for c in out["schedule"].contacts})
@@ -103,14 +109,17 @@ def test_fedbuff_matches_reference(staleness, concurrency):
         batches[(client, started)] = ref.streams.take(client, K)
     for group in groups:
         assert len(group) == RUN["fedbuff"]["Z"]
-        update = sum(weight(c.staleness) * (models[c.started] - ref.train(models[c.started],
-                                                                          batches[(c.client, c.started)], K, LR))
+        update = sum(weight(c.staleness) * (model_at(c.started) - ref.train(model_at(c.started),
+                                                                           batches[(c.client, c.started)], K, LR))
                      for c in group)
         w = w - 0.7 * update / len(group)
         models[group[0].time] = w.clone()
     torch.testing.assert_close(out["model"], w, **TOL)
-    in_flight = {c.client for c in out["schedule"].contacts if c.started == 0.0}
-    assert len(in_flight) == (N if concurrency is None else concurrency)
+    if not arrivals:
+        in_flight = {c.client for c in out["schedule"].contacts if c.started == 0.0}
+        assert len(in_flight) == (N if concurrency is None else concurrency)
+    else:
+        assert out["schedule"].kind == "arrivals" and len(groups) >= 3
 
 
 @pytest.mark.parametrize("hidden_state", [True, False])
@@ -208,6 +217,8 @@ def test_same_seed_same_numbers_bit_for_bit(name):
     ("fedbuff", dict(Z=N + 1), "Z"), ("fedbuff", dict(concurrency=1), "concurrency"),
     ("fedbuff", dict(concurrency=N + 1), "concurrency"), ("fedbuff", dict(staleness="exp"), "staleness"),
     ("fedbuff", dict(server_momentum=1.0), "server_momentum"), ("fedbuff", dict(reducer="max"), "reducer"),
+    ("fedbuff", dict(arrival_rate=1.0), "server_time"), ("fedbuff", dict(arrival_rate=-1.0), "arrival_rate"),
+    ("fedbuff", dict(arrivals="burst"), "arrivals"),
     ("qafel", dict(client_quantizer="qsgd:1"), "bits"), ("qafel", dict(server_quantizer="zip"), "quantizer"),
     ("fedavg", dict(s=0), "s"), ("quafl", dict(quantizer="fp8"), "quantizer"),
     ("quafl", dict(scale_interval_by_bits=True), "scale_interval_by_bits"),

@@ -13,7 +13,8 @@ from afl.sim import (  # noqa: E402
     ClientClock, Constant, ConstantRate, EventQueue, Exponential, FCFSQueues, HalfNormal, LogNormal, PoissonArrivals,
     ShiftedExponential, SpeedProfile, Timeline, class_counts, contact_steps_pmf, make_arrivals, make_distribution,
     plot_class_shares, plot_steps_histogram, plot_timeline, rate_for_concurrency, simulate_async_schedule,
-    simulate_buffered_schedule, simulate_sync_schedule, steps_completed_pmf, three_speed, truncated_steps_stats,
+    simulate_arrival_schedule, simulate_buffered_schedule, simulate_sync_schedule, steps_completed_pmf, three_speed,
+    truncated_steps_stats,
     two_speed)
 from afl.sim.demo import compute_straggler_demo, plot_straggler_demo  # noqa: E402
 
@@ -483,3 +484,35 @@ def test_demo_compute_and_plots():
     assert ax.get_ylabel() == "fraction" and [t.get_text() for t in ax.get_xticklabels()] == ["fast", "slow"]
     fig = plot_straggler_demo(data)
     assert len(fig.axes) == 4 and all(a.get_xlabel() for a in fig.axes[:2])
+
+
+# --- arrivals: FedBuff as QAFeL's FLSim code runs it ------------------------------------------------------------
+
+def test_arrival_schedule_follows_littles_law_and_records_staleness():
+    n, T = 2000, 400.0
+    duration = HalfNormal(1.0)
+    profile = SpeedProfile(["all"], np.zeros(n, dtype=int), [duration])
+    rate = rate_for_concurrency(50, duration)                    # QAFeL: 627 for 500, 1253 for 1000
+    res = simulate_arrival_schedule(profile, K=1, Z=10, arrivals=make_arrivals("constant", rate), t_end=T, seed=3)
+    starts = sorted(c.started for c in res.contacts)
+    assert np.allclose(np.diff(starts) * rate, np.round(np.diff(starts) * rate))   # arrivals on the 1/rate grid
+    busy = sum(iv.end - iv.start for c in res.timeline.clients() for iv in res.timeline.for_client(c)
+               if iv.label == "train")
+    assert busy / T == pytest.approx(50, rel=0.05)                                  # mean clients in flight
+    assert len(res.contacts) == 10 * res.server_steps and res.params["turned_away"] == 0
+    stale = res.staleness()
+    assert stale.min() >= 0 and 2 < stale.mean() < 8          # ~ concurrency / Z server steps while training
+
+
+def test_arrival_schedule_caps_concurrency_and_turns_arrivals_away():
+    n = 50
+    profile = SpeedProfile(["all"], np.zeros(n, dtype=int), [HalfNormal(1.0)])
+    res = simulate_arrival_schedule(profile, K=1, Z=2, arrivals=make_arrivals("poisson", 20.0), t_end=50.0,
+                                    seed=0, concurrency=4)
+    events = sorted([(c.started, 1) for c in res.contacts] + [(c.time, -1) for c in res.contacts])
+    assert max(np.cumsum([e for _, e in events])) <= 4 and res.params["turned_away"] > 0
+    with pytest.raises(ParameterError, match="arrivals"):
+        simulate_arrival_schedule(profile, K=1, Z=2, arrivals=20.0, t_end=5.0)
+    with pytest.raises(ParameterError, match="concurrency"):
+        simulate_arrival_schedule(profile, K=1, Z=2, arrivals=make_arrivals("poisson", 2.0), t_end=5.0,
+                                  concurrency=n + 1)

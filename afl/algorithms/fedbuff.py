@@ -14,6 +14,11 @@ and steps with server momentum 0.3 (PyTorch's SGD momentum, the rule above). Aft
 again, and the server starts new clients, drawn uniformly from the idle ones, on the new model until
 ``concurrency`` train (:func:`afl.sim.schedule.simulate_buffered_schedule`).
 
+With ``arrival_rate`` set, clients are not refilled after each server step but arrive at that rate (constant
+gaps or Poisson), each drawn uniformly from the idle ones, as in QAFeL's FLSim code
+(:func:`afl.sim.schedule.simulate_arrival_schedule`; ``concurrency`` then caps the clients in flight, and
+server steps take no time, so ``server_time`` must be 0).
+
 ``concurrency=None`` -- every client trains all the time -- is how the public QuAFL code, which FAVAS built
 its simulator on, runs FedBuff (with a local learning rate of ``lr Z / n``). With 100 always-busy clients and
 Z = 10 the updates are about 9 server steps stale (19 for slow clients) and the first ten server steps all
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import check_choice, check_int, check_real
+from ..sim.arrivals import ARRIVALS
 from .base import Learner, Settings
 from .registry import buffered, register
 
@@ -36,8 +42,9 @@ REDUCERS = ("mean", "sum")
 
 @dataclass(frozen=True)
 class FedBuffSettings(Settings):
-    """FedBuff: buffer ``Z`` (FAVAS: 10), ``concurrency`` (None: every client), server lr and staleness
-    weight, and the simulated time a server step takes (``server_time``, 10 in the QuAFL code)."""
+    """FedBuff: buffer ``Z`` (FAVAS: 10), ``concurrency`` (None: every client), server lr, momentum and reducer,
+    staleness weight, the simulated time a server step takes (``server_time``, 10 in the QuAFL code), and
+    optionally an ``arrival_rate`` of clients (``arrivals``: ``"constant"`` or ``"poisson"``)."""
 
     Z: int = 10
     concurrency: int | None = None
@@ -46,10 +53,17 @@ class FedBuffSettings(Settings):
     reducer: str = "mean"
     staleness: str = "none"
     server_time: float = 10.0
+    arrival_rate: float | None = None
+    arrivals: str = "constant"
 
     def __post_init__(self):
         super().__post_init__()
         check_int("Z", self.Z, 1)
+        check_choice("arrivals", self.arrivals, ARRIVALS)
+        if self.arrival_rate is not None:
+            check_real("arrival_rate", self.arrival_rate, 0, strict_low=True)
+            check_real("server_time", self.server_time, 0, 0, hint="0 with arrival_rate: server steps take no time "
+                                                                   "in the arrival model")
         check_real("server_momentum", self.server_momentum, 0, 1, strict_high=True)
         check_choice("reducer", self.reducer, REDUCERS)
         if self.concurrency is not None:

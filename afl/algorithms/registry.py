@@ -12,8 +12,9 @@ from dataclasses import dataclass, fields
 from typing import Callable
 
 from ..errors import ParameterError, check_choice
-from ..sim.schedule import (ScheduleResult, simulate_async_schedule, simulate_buffered_schedule,
-                            simulate_sync_schedule)
+from ..sim.arrivals import make_arrivals
+from ..sim.schedule import (ScheduleResult, simulate_arrival_schedule, simulate_async_schedule,
+                            simulate_buffered_schedule, simulate_sync_schedule)
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,12 @@ def server_clock(fed, cfg, learner, t_end: float) -> ScheduleResult:
 
 
 def buffered(fed, cfg, learner, t_end: float) -> ScheduleResult:
-    """At most ``cfg.concurrency`` clients train K steps; the server steps per ``cfg.Z`` updates (FedBuff)."""
+    """At most ``cfg.concurrency`` clients train K steps; the server steps per ``cfg.Z`` updates (FedBuff). With
+    ``cfg.arrival_rate``, clients arrive at that rate instead of being refilled after each server step."""
+    if getattr(cfg, "arrival_rate", None) is not None:
+        return simulate_arrival_schedule(fed.profile, K=cfg.K, Z=cfg.Z, arrivals=make_arrivals(cfg.arrivals,
+                                         cfg.arrival_rate), t_end=t_end, seed=fed.seed, concurrency=cfg.concurrency,
+                                         learner=learner)
     return simulate_buffered_schedule(fed.profile, K=cfg.K, Z=cfg.Z, t_end=t_end, seed=fed.seed,
                                       server_time=cfg.server_time, concurrency=cfg.concurrency, learner=learner)
 

@@ -9,7 +9,7 @@ from afl.sim.distributions import (Constant, Exponential, HalfNormal, LogNormal,
 from afl.sim.plot import plot_class_shares, plot_step_time_cdfs, plot_steps_histogram, plot_timeline
 from afl.sim.queues import FCFSQueues
 from afl.sim.schedule import (ClientClock, Contact, ScheduleResult, simulate_async_schedule,
-                              simulate_buffered_schedule, simulate_sync_schedule)
+                              simulate_arrival_schedule, simulate_buffered_schedule, simulate_sync_schedule)
 from afl.sim.speeds import FEDAST_MODEL_COSTS, SpeedProfile, class_counts, three_speed, two_speed
 from afl.sim.timeline import Flush, Interval, Timeline
 
@@ -21,6 +21,7 @@ __all__ = [
     "plot_class_shares", "plot_step_time_cdfs", "plot_steps_histogram", "plot_timeline",
     "FCFSQueues",
     "ClientClock", "Contact", "ScheduleResult", "simulate_async_schedule", "simulate_buffered_schedule",
+    "simulate_arrival_schedule",
     "simulate_sync_schedule",
     "FEDAST_MODEL_COSTS", "SpeedProfile", "class_counts", "three_speed", "two_speed",
     "Flush", "Interval", "Timeline",

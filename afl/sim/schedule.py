@@ -10,7 +10,9 @@ policies drive it:
 - :func:`simulate_buffered_schedule` -- FedBuff: at most ``concurrency`` clients (every client in the QuAFL/FAVAS
   code) run ``K`` steps and deliver; the server steps when ``Z`` updates are buffered, then starts idle clients on
   the new model;
-- :func:`simulate_sync_schedule` -- FedAvg: ``s`` clients run ``K`` steps each, the round ends with the slowest.
+- :func:`simulate_sync_schedule` -- FedAvg: ``s`` clients run ``K`` steps each, the round ends with the slowest;
+- :func:`simulate_arrival_schedule` -- FedBuff / QAFeL as their FLSim code runs them: clients arrive at a rate, each
+  trains ``K`` steps and delivers; the server steps when ``Z`` updates are buffered.
 
 Conventions: the first server contact is at ``server_interval`` (QuAFL's contact at time 0 collects nothing); a
 step ending exactly at a contact counts as finished; the step in progress at a contact is lost ("interrupted").
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from afl.errors import ParameterError, check_int, check_real
+from afl.sim.arrivals import ArrivalProcess
 from afl.sim.clock import Event, EventQueue
 from afl.sim.speeds import SpeedProfile
 from afl.sim.timeline import Timeline
@@ -268,6 +271,53 @@ def simulate_buffered_schedule(profile: SpeedProfile, K: int, Z: int, t_end: flo
         launch(0.0, cap)
     clock.run(t_end, on_done=on_done, on_server=on_server)
     return clock.result("buffered", Z=Z, t_end=t_end, seed=seed, server_time=server_time, concurrency=concurrency)
+
+
+def simulate_arrival_schedule(profile: SpeedProfile, K: int, Z: int, arrivals: ArrivalProcess, t_end: float,
+                              seed=0, concurrency: int | None = None, learner=None) -> ScheduleResult:
+    """FedBuff schedule with arrivals (QAFeL App. D; FLSim's asynchronous trainer): at every arrival of
+    ``arrivals`` one client drawn uniformly from the idle ones starts ``K`` steps on the current model (its step
+    times from ``profile``: QAFeL's one step of HalfNormal(1) duration); finished clients deliver, first come,
+    first served, and the server steps, instantly, each time ``Z`` updates are buffered; the clients it took are
+    idle again. How many train at once follows from the rate (Little's law, :func:`afl.sim.rate_for_concurrency`);
+    ``concurrency`` caps it, and an arrival finding the cap reached (or no idle client) is turned away
+    (``params["turned_away"]`` counts them). Staleness is recorded per update in the contacts.
+    """
+    clock = ClientClock(profile, K, seed, learner)
+    n = profile.n
+    Z = check_int("Z", Z, 1, n)
+    cap = n if concurrency is None else check_int("concurrency", concurrency, 1, n, hint="1 to n, or None: no cap")
+    t_end = check_real("t_end", t_end, 0, strict_low=True)
+    if not isinstance(arrivals, ArrivalProcess):
+        raise ParameterError("arrivals", arrivals, "an ArrivalProcess (afl.sim.make_arrivals)")
+    rng = clock.queue.rng
+    buffer: list[int] = []
+    in_flight = np.zeros(n, dtype=bool)
+    turned_away = 0
+
+    def arrive(t):
+        nonlocal turned_away
+        idle = np.flatnonzero(~in_flight)
+        if len(idle) == 0 or n - len(idle) >= cap:
+            turned_away += 1
+        else:
+            c = int(rng.choice(idle))
+            in_flight[c] = True
+            clock.start(c, t)
+        clock.queue.push(float(arrivals.next_times(rng, t, 1)[0]), "arrival", priority=SERVER)
+
+    def on_done(client, t):
+        buffer.append(client)
+        if len(buffer) == Z:
+            group = buffer[:]
+            buffer.clear()
+            clock.server_step(t, group, restart=False, flush=True)
+            in_flight[group] = False
+
+    clock.queue.push(float(arrivals.next_times(rng, 0.0, 1)[0]), "arrival", priority=SERVER)
+    clock.run(t_end, on_done=on_done, on_server=lambda event: arrive(event.time))
+    return clock.result("arrivals", Z=Z, t_end=t_end, seed=seed, rate=arrivals.rate, arrivals=arrivals.kind,
+                        concurrency=concurrency, turned_away=turned_away)
 
 
 def simulate_sync_schedule(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0, server_time: float = 0.0,
