@@ -193,3 +193,37 @@ def test_histogram_summary_and_plot():
     assert len(ax100.figure.axes) == 2                      # many classes: a colour bar instead of a legend
     import matplotlib.pyplot as plt
     plt.close("all")
+
+
+def test_sized_gives_each_client_its_size_without_reuse_and_skews_labels():
+    y = np.repeat(np.arange(10), 500)
+    sizes = np.random.default_rng(0).integers(1, 33, 200)
+    for alpha in (None, 0.1):
+        parts = partition("sized", y, seed=3, sizes=sizes, alpha=alpha)
+        assert [len(p) for p in parts] == list(sizes)
+        flat = np.concatenate([p.numpy() for p in parts])
+        assert len(np.unique(flat)) == len(flat) == sizes.sum()
+    def top_share(parts):
+        return np.mean([np.bincount(y[p.numpy()]).max() / len(p) for p in parts if len(p) >= 16])
+    skewed, uniform = partition("sized", y, seed=3, sizes=sizes, alpha=0.1), partition("sized", y, seed=3, sizes=sizes)
+    assert top_share(skewed) > 0.7 > 0.35 > top_share(uniform)
+    with pytest.raises(ParameterError, match="sizes"):
+        partition("sized", y, sizes=[4000, 2000])
+    with pytest.raises(ParameterError, match="sizes"):
+        partition("sized", y, sizes=[3, 0])
+    with pytest.raises(ParameterError, match="n_clients"):
+        partition("sized", y, n_clients=5, sizes=[1, 2])
+
+
+def test_relabel_makes_a_binary_task_and_keeps_the_old_labels():
+    from afl.data import make_synthetic
+    ds = make_synthetic(100, 40, (3, 4, 4), 10, seed=0)
+    vehicles = [1, 1, 0, 0, 0, 0, 0, 0, 1, 1]                       # CIFAR-10: airplane, automobile, ship, truck
+    binary = ds.relabel(vehicles, name="vehicles-vs-animals")
+    assert binary.num_classes == 2 and binary.name == "vehicles-vs-animals"
+    assert torch.equal(binary.train_y, torch.tensor(vehicles)[ds.train_y])
+    assert torch.equal(binary.info["original_train_y"], ds.train_y)
+    with pytest.raises(ParameterError, match="mapping"):
+        ds.relabel([0, 1])
+    with pytest.raises(ParameterError, match="mapping"):
+        ds.relabel([0, 2, 0, 0, 0, 0, 0, 0, 2, 2])

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from afl.errors import check_int
+from afl.errors import check, check_int
 
 
 @dataclass
@@ -81,6 +81,20 @@ class Dataset:
         return replace(self, train_x=inputs(self.train_x), train_y=mv(self.train_y), test_x=inputs(self.test_x),
                        test_y=mv(self.test_y), train_groups=mv(self.train_groups),
                        test_groups=mv(self.test_groups))
+
+    def relabel(self, mapping, name: str | None = None) -> "Dataset":
+        """The same samples with label ``y`` replaced by ``mapping[y]`` (one new label per old class, e.g.
+        CIFAR-10's vehicles -> 1 and animals -> 0 for a binary task); the new labels must be 0..k-1, all used.
+        The old labels are kept in ``info["original_train_y"]`` (a label-skewed partition may use them)."""
+        m = torch.as_tensor(list(mapping), dtype=torch.int64)
+        check(m.dim() == 1 and len(m) == self.num_classes, "mapping", list(mapping),
+              f"{self.num_classes} new labels, one per class of {self.name}")
+        k = int(m.max()) + 1
+        check(int(m.min()) == 0 and len(torch.unique(m)) == k, "mapping", m.tolist(), "labels 0..k-1, each used")
+        m = m.to(self.train_y.device)
+        info = dict(self.info, relabel=m.tolist(), original_train_y=self.train_y)
+        return replace(self, name=name or f"{self.name}-relabelled", num_classes=k, train_y=m[self.train_y],
+                       test_y=m[self.test_y], info=info)
 
     def __repr__(self) -> str:
         g = "" if self.train_groups is None else f", groups={int(self.train_groups.max()) + 1}"

@@ -11,6 +11,8 @@
   set if necessary", with Dirichlet(alpha) label skew following Yurochkin et al. 2019 (class c's
   proportions over clients ~ Dir_K(alpha)).
 - :func:`by_group`: one client per natural group (LEAF Shakespeare role, CelebA celebrity).
+- :func:`sized`: clients of given sizes (QAFeL's LEAF CelebA users hold 1-32 images each), each drawing its
+  samples from a Dirichlet(alpha) class mix, without replacement.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import torch
 
 from afl.errors import ParameterError, check, check_choice, check_int, check_real
 
-PARTITION_SCHEMES = ("iid", "dirichlet", "shards", "fixed_size", "by_group")
+PARTITION_SCHEMES = ("iid", "dirichlet", "shards", "fixed_size", "by_group", "sized")
 
 
 # --- validation helpers ----------------------------------------------------------------------------------
@@ -206,6 +208,34 @@ def fixed_size(labels, n_clients: int, size: int = 300, seed: int = 0, alpha: fl
     return _tensors(parts)
 
 
+def sized(labels, sizes, seed: int = 0, alpha: float | None = None) -> list[torch.Tensor]:
+    """One client per entry of ``sizes`` holding that many samples, every sample used at most once. alpha=None:
+    uniform draws; alpha > 0: each client's class mix ~ Dir(alpha * p), p the class prior (label skew, as a
+    LEAF user's images share a person or a style), filled as :func:`dirichlet` fills its clients."""
+    y = _labels(labels)
+    sizes = np.asarray(sizes)
+    check(sizes.ndim == 1 and sizes.size >= 1 and np.issubdtype(sizes.dtype, np.integer) and sizes.min() >= 1,
+          "sizes", f"array of shape {sizes.shape}", "a 1-D array of positive integers, one per client")
+    check(int(sizes.sum()) <= len(y), "sizes", f"{int(sizes.sum())} samples in all",
+          f"at most the {len(y)} samples of the data")
+    rng = _seed(seed)
+    if alpha is None:
+        order = rng.permutation(len(y))
+        return _tensors(np.split(order[:int(sizes.sum())], np.cumsum(sizes)[:-1]))
+    a = check_real("alpha", alpha, 0, strict_low=True, hint="or None for no label skew")
+    counts = np.bincount(y)
+    prior = counts / counts.sum()
+    pools = _class_pools(y, len(counts), rng)
+    used = np.zeros(len(counts), dtype=np.int64)
+    parts = []
+    for size in sizes:
+        q = rng.dirichlet(np.maximum(a * prior, 1e-12))
+        got = _fill(q, int(size), counts - used, rng)
+        parts.append(np.concatenate([pools[j][used[j]:used[j] + got[j]] for j in range(len(counts))]))
+        used += got
+    return _tensors(parts)
+
+
 def by_group(groups, n_clients: int | None = None, seed: int = 0, min_samples: int = 1) -> list[torch.Tensor]:
     """One client per natural group id in ``groups`` (e.g. ``Dataset.train_groups``), in id order.
     Groups with fewer than ``min_samples`` samples are left out; ``n_clients`` picks that many of the
@@ -226,7 +256,7 @@ def by_group(groups, n_clients: int | None = None, seed: int = 0, min_samples: i
 
 
 _KWARGS = {"iid": set(), "dirichlet": {"alpha", "size"}, "shards": {"classes_per_client"},
-           "fixed_size": {"size", "alpha"}, "by_group": {"min_samples", "groups"}}
+           "fixed_size": {"size", "alpha"}, "by_group": {"min_samples", "groups"}, "sized": {"sizes", "alpha"}}
 
 
 def partition(scheme: str, data, n_clients: int | None = None, seed: int = 0, **kw) -> list[torch.Tensor]:
@@ -246,6 +276,12 @@ def partition(scheme: str, data, n_clients: int | None = None, seed: int = 0, **
             raise ParameterError("data", getattr(data, "name", data), "a Dataset with train_groups, a group-id "
                                  "array, or groups=...")
         return by_group(groups, n_clients, seed, **kw)
+    if scheme == "sized":
+        if "sizes" not in kw:
+            raise ParameterError("sizes", None, "one size per client for scheme 'sized'")
+        check(n_clients is None or n_clients == len(kw["sizes"]), "n_clients", n_clients,
+              f"None or {len(kw['sizes'])}, the number of sizes")
+        return sized(data, seed=seed, **kw)
     if n_clients is None:
         raise ParameterError("n_clients", None, "a positive int")
     if scheme == "iid":
