@@ -135,3 +135,24 @@ def test_ray_fleets_equal_the_local_fleet():
     for a, b in zip(local, spread):            # two fleets instead of one: at most float rounding apart
         assert a["curve"]["loss"] == pytest.approx(b["curve"]["loss"], rel=1e-5)
         assert a["computed_client_steps"] == b["computed_client_steps"]
+
+
+def test_favas_fig2_variance_is_the_same_in_a_fleet(monkeypatch, tmp_path):
+    """Fig. 2 measures the local models' spread through extra jobs at every evaluation; a fleet batches them."""
+    import json
+
+    from afl.data import make_synthetic
+    from afl.repro import favas as fr
+    data = make_synthetic(400, 80, shape=(1, 28, 28), num_classes=10, seed=0)
+    monkeypatch.setattr(fr, "load_dataset", lambda *a, **k: data)
+    kw = dict(quick=True, progress=False, n=8, s=2, Z=2, K=3, batch=8, total_time=40.0, eval_every=20.0,
+              methods=("favas", "quafl"), model="mlp32")
+    runs = {}
+    for fleet in (True, False):
+        path = fr.run_experiment("favas-fig2", out=tmp_path / str(fleet), fleet=fleet, **kw)[0]
+        runs[fleet] = json.loads(path.read_text())["runs"]
+    assert [fr.run_key(r) for r in runs[True]] == [fr.run_key(r) for r in runs[False]]
+    for a, b in zip(runs[True], runs[False]):        # float32: the fleet's bigger kernels round differently
+        assert a["curve"]["variance"] == pytest.approx(b["curve"]["variance"], rel=1e-4)
+        assert a["curve"]["loss"] == pytest.approx(b["curve"]["loss"], rel=1e-4)
+        assert a["computed_client_steps"] == b["computed_client_steps"]
