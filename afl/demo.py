@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 from .plots import style
 from .repro.favas import compute_run, plot_accuracy, setting

@@ -43,7 +43,7 @@ from ..errors import ParameterError, check_choice, check_int, check_real
 from .base import FLOAT_BITS, Encoded, Quantizer, Seeded
 from .lattice import LATTICE_BITS, LatticeQuantizer
 from .luq import LUQ
-from .qsgd import NORMS, QSGD_BITS, QSGDQuantizer
+from .qsgd import QSGD_BITS, QSGDQuantizer
 from .scalar import Identity, ScalarChannel, StochasticRounding
 from .sparse import RandK, TopK
 
