@@ -12,7 +12,8 @@ import zlib
 
 import numpy as np
 
-#: name -> (colour, line style, label). Colours: tab10; a method's variants share its colour.
+#: name -> (colour, line style, label). Colours: tab10; a method's variants share its colour (QAFeL's
+#: ablation, quantizing the model itself instead of a hidden state, is a scheme of its own: purple).
 METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "fedavg": ("#7f7f7f", "-", "FedAvg"),
     "quafl": ("#ff7f0e", "-", "QuAFL (full precision)"),
@@ -21,6 +22,12 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "fedbuff-quafl-code": ("#2ca02c", "--", "FedBuff (every client, lr Z/n)"),
     "favas": ("#1f77b4", "-", "FAVAS (1/α)"),
     "favas-normalized": ("#1f77b4", "--", "FAVAS (ᾱ/α)"),
+    "qafel scalar 4/4": ("#d62728", "-", "QAFeL, FLSim 4-bit both ways"),
+    "qafel scalar 2/2": ("#d62728", "--", "QAFeL, FLSim 2-bit both ways"),
+    "qafel qsgd 4/4": ("#d62728", ":", "QAFeL, L2 QSGD 4-bit both ways"),
+    "qafel qsgd 8/2": ("#d62728", "-.", "QAFeL, L2 QSGD 8-bit up, 2-bit down"),
+    "qafel qsgd(max, bucket 64) 4/4": ("#d62728", (0, (6, 2, 1, 2)), "QAFeL, max-QSGD (bucket 64) 4-bit"),
+    "no hidden state, scalar 2/2": ("#9467bd", "--", "no hidden state (QAFeL's ablation), FLSim 2-bit"),
 }
 _FALLBACK = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#d62728"]
 
