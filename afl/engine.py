@@ -188,8 +188,9 @@ class LocalSGD:
         """Train C clients; return their final parameters ``(C, P)``.
 
         ``start`` ``(C, P)``; ``batches`` ``(C, S, B)`` train indices (client c uses ``batches[c, t]`` at
-        step t), or ``(C, S, B, 2)`` (index, augmentation bits) pairs (:class:`afl.streams.ClientStreams`); ``steps`` ``(C,)`` integers in ``[0, S]``; ``lr`` and ``weight_decay`` scalars or
-        ``(C,)``; ``state`` per-client ``(C, P)`` tensors handed to ``hook`` and updated in place.
+        step t), or ``(C, S, B, 2)`` (index, augmentation bits) pairs (:class:`afl.streams.ClientStreams`);
+        ``steps`` ``(C,)`` integers in ``[0, S]``; ``lr`` and ``weight_decay`` scalars or ``(C,)``; ``state``
+        per-client ``(C, P)`` tensors handed to ``hook`` and updated in place.
         """
         C, P = start.shape
         check(P == self.model.size, "start", tuple(start.shape), f"(C, {self.model.size})")

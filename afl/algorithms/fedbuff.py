@@ -10,9 +10,11 @@ steps
 with server learning rate eta_g and staleness weight s(tau) of the update's staleness tau (server steps
 since its client started): ``"none"`` (s = 1, as in FAVAS and the QuAFL code) or ``"sqrt"``
 (s = 1 / sqrt(1 + tau), Nguyen et al. 2022). QAFeL's code (an FLSim fork) sums the buffer (``reducer="sum"``)
-and steps with server momentum 0.3 (PyTorch's SGD momentum, the rule above). After a server step the Z clients whose updates it used are idle
-again, and the server starts new clients, drawn uniformly from the idle ones, on the new model until
-``concurrency`` train (:func:`afl.sim.schedule.simulate_buffered_schedule`).
+and steps with server momentum 0.3 (PyTorch's SGD momentum, the rule above).
+
+After a server step the Z clients whose updates it used are idle again, and the server starts new clients,
+drawn uniformly from the idle ones, on the new model until ``concurrency`` train
+(:func:`afl.sim.schedule.simulate_buffered_schedule`).
 
 With ``arrival_rate`` set, clients are not refilled after each server step but arrive at that rate (constant
 gaps or Poisson), each drawn uniformly from the idle ones, as in QAFeL's FLSim code

@@ -75,6 +75,8 @@ class ScalarChannel(Quantizer):
         self.shapes = tuple(tuple(int(n) for n in s) for s in shapes)
         self.numels = [math.prod(s) for s in self.shapes]
         self.quantized = [len(s) > 1 for s in self.shapes]
+        self.q_sizes = [n for n, q in zip(self.numels, self.quantized) if q]        # quantized tensors' sizes
+        self.f_sizes = [n for n, q in zip(self.numels, self.quantized) if not q]    # float32 tensors' sizes
         self.qmax = 2 ** self.b - 1
 
     def _check_d(self, d: int) -> int:
@@ -94,7 +96,7 @@ class ScalarChannel(Quantizer):
         """Per tensor, every coordinate is within ``scale / 2`` of its value, ``scale = range / (2^b - 1)`` and
         ``range^2 <= 2 ||x_t||^2``: ``E||Q(x) - x||^2 <= max_t numel_t / (2 (2^b - 1)^2) ||x||^2``."""
         self._check_d(d)
-        return max((n for n, q in zip(self.numels, self.quantized) if q), default=0) / (2 * self.qmax ** 2)
+        return max(self.q_sizes, default=0) / (2 * self.qmax ** 2)
 
     def _tensors(self, x: Tensor):
         return torch.split(x, self.numels, dim=-1)
@@ -120,9 +122,8 @@ class ScalarChannel(Quantizer):
                        zero_point=cat(zeros, torch.int64), values=cat(values, torch.float32))
 
     def decode(self, msg: Encoded, key: Tensor | None = None) -> Tensor:
-        q_sizes = [n for n, q in zip(self.numels, self.quantized) if q]
-        codes = iter(torch.split(msg.codes, q_sizes, dim=-1))
-        values = iter(torch.split(msg.values, [n for n, q in zip(self.numels, self.quantized) if not q], dim=-1))
+        codes = iter(torch.split(msg.codes, self.q_sizes, dim=-1))
+        values = iter(torch.split(msg.values, self.f_sizes, dim=-1))
         out, j = [], 0
         for q in self.quantized:
             if q:
@@ -134,8 +135,8 @@ class ScalarChannel(Quantizer):
         return torch.cat(out, -1)
 
     def _write(self, msg, w):                # per tensor: scale (f64), zero point (i32), codes; or float32 values
-        codes = iter(torch.split(msg.codes, [n for n, q in zip(self.numels, self.quantized) if q]))
-        values = iter(torch.split(msg.values, [n for n, q in zip(self.numels, self.quantized) if not q]))
+        codes = iter(torch.split(msg.codes, self.q_sizes))
+        values = iter(torch.split(msg.values, self.f_sizes))
         k = 0
         for q in self.quantized:
             if q:

@@ -35,8 +35,8 @@ from ..algorithms import get as get_algorithm, make_federation, run_algorithm
 from ..compress import Quantizer
 from ..data import load_dataset
 from ..errors import RunsFailed, check, check_choice, check_int
-from ..plots import style
 from ..fleet import DEFAULT_SIZE, Outcome, run_fleet, run_on_ray, run_one_by_one
+from ..plots import style
 from ..results import PartialRuns, output_dir, progress_bar, setting_key
 from ..runtime import resolve_device
 
@@ -364,7 +364,8 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     rows = table2(runs)
     command = ("afl repro " + experiment + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
                + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
-               + (f" --fleet-size {fleet_size}" if fleet_size else "") + (" --ray" if ray else ""))
+               + (f" --fleet-size {fleet_size}" if fleet_size else "")
+               + ("" if ray is None else " --ray" if ray == "local" else f" --ray {ray}"))
     keys = lambda rs: {run_key(r) for r in rs}  # noqa: E731
     execution = ("one by one" if not fleet else f"as one fleet of at most {fleet_size or DEFAULT_SIZE} live runs")
     if ray is not None:
@@ -457,5 +458,5 @@ def _machine(device: str) -> str:
 
 
 __all__ = ["METHODS", "Method", "SPLITS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting", "compute_run",
-           "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy", "plot_variance",
-           "reusable_runs", "run_experiment", "write_result", "replot", "report"]
+           "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy",
+           "plot_variance", "reusable_runs", "run_experiment", "write_result", "replot", "report"]
