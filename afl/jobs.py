@@ -25,22 +25,19 @@ from .streams import ClientStreams
 _context = threading.local()   # .member: the fleet member whose thread this is (set by afl.fleet), else None
 
 
-class Job:
-    """One client's local training; ``result()`` returns its final parameters ``(P,)``."""
+class _Pending:
+    """A result computed by a later flush: ``_get()`` flushes if needed, then returns it or raises its error."""
 
-    __slots__ = ("client", "start", "steps", "lr", "weight_decay", "batches", "hook", "state", "_out", "_error",
-                 "_queue")
+    __slots__ = ("_out", "_error", "_queue")
 
-    def __init__(self, queue, client, start, steps, lr, weight_decay, batches, hook, state):
-        self.client, self.start, self.steps, self.lr = client, start, steps, lr
-        self.weight_decay, self.batches, self.hook, self.state = weight_decay, batches, hook, state
+    def __init__(self, queue):
         self._out, self._error, self._queue = None, None, queue
 
     @property
     def done(self) -> bool:
         return self._out is not None
 
-    def result(self) -> Tensor:
+    def _get(self):
         if self._out is None and self._error is None:
             self._queue.flush()
         if self._error is not None:
@@ -48,20 +45,31 @@ class Job:
         return self._out
 
 
-class Evaluation:
+class Job(_Pending):
+    """One client's local training; ``result()`` returns its final parameters ``(P,)``."""
+
+    __slots__ = ("client", "start", "steps", "lr", "weight_decay", "batches", "hook", "state")
+
+    def __init__(self, queue, client, start, steps, lr, weight_decay, batches, hook, state):
+        super().__init__(queue)
+        self.client, self.start, self.steps, self.lr = client, start, steps, lr
+        self.weight_decay, self.batches, self.hook, self.state = weight_decay, batches, hook, state
+
+    def result(self) -> Tensor:
+        return self._get()
+
+
+class Evaluation(_Pending):
     """Accuracy and loss of one model on the test split, computed with the next flush; ``value()``."""
 
-    __slots__ = ("model", "_out", "_error", "_queue")
+    __slots__ = ("model",)
 
     def __init__(self, queue, model: Tensor):
-        self.model, self._out, self._error, self._queue = model, None, None, queue
+        super().__init__(queue)
+        self.model = model
 
     def value(self) -> dict[str, float]:
-        if self._out is None and self._error is None:
-            self._queue.flush()
-        if self._error is not None:
-            raise self._error
-        return self._out
+        return self._get()
 
 
 class JobQueue:

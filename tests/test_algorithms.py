@@ -220,6 +220,7 @@ def test_same_seed_same_numbers_bit_for_bit(name):
     ("fedbuff", dict(arrival_rate=1.0), "server_time"), ("fedbuff", dict(arrival_rate=-1.0), "arrival_rate"),
     ("fedbuff", dict(arrivals="burst"), "arrivals"),
     ("qafel", dict(client_quantizer="qsgd:1"), "bits"), ("qafel", dict(server_quantizer="zip"), "quantizer"),
+    ("qafel", dict(server_quantizer="scalar:9"), "bits"),
     ("fedavg", dict(s=0), "s"), ("quafl", dict(quantizer="fp8"), "quantizer"),
     ("quafl", dict(scale_interval_by_bits=True), "scale_interval_by_bits"),
 ])

@@ -17,6 +17,7 @@ from torch import Tensor
 from ..errors import ParameterError, check, check_int
 
 FLOAT_BITS = 32
+_FLOATS = {32: (np.float32, np.uint32), 64: (np.float64, np.uint64)}     # IEEE width -> (float, same-size uint)
 
 
 @dataclass
@@ -52,7 +53,7 @@ class BitWriter:
 
     def float(self, values, width: int = 32) -> None:
         """IEEE floats of ``width`` 32 or 64 bits (the values are cast to that width)."""
-        dt = {32: (np.float32, np.uint32), 64: (np.float64, np.uint64)}[width]
+        dt = _FLOATS[width]
         v = np.asarray(values.detach().cpu() if isinstance(values, Tensor) else values, dtype=dt[0]).reshape(-1)
         self.uint(v.view(dt[1]).astype(np.uint64), width)
 
@@ -75,7 +76,7 @@ class BitReader:
         return (take.reshape(n, width).astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
 
     def float(self, n: int, width: int = 32) -> np.ndarray:
-        dt = {32: (np.float32, np.uint32), 64: (np.float64, np.uint64)}[width]
+        dt = _FLOATS[width]
         return self.uint(n, width).astype(dt[1]).view(dt[0])
 
 

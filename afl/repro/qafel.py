@@ -27,10 +27,15 @@ def qafel_shapes() -> list[tuple]:
     return [tuple(p.shape) for p in build_model("celeba-cnn", num_classes=2, variant="fedbuff").parameters()]
 
 
+def _model(shapes) -> tuple[list[tuple], int]:
+    """``shapes`` (default: the paper's model) and the model's size ``d``."""
+    shapes = shapes or qafel_shapes()
+    return shapes, sum(math.prod(s) for s in shapes)
+
+
 def message_bytes(specs, shapes=None) -> dict[str, int]:
     """Bytes of one message of the model with ``shapes`` (default: the paper's) for each quantizer spec."""
-    shapes = shapes or qafel_shapes()
-    d = sum(math.prod(s) for s in shapes)
+    shapes, d = _model(shapes)
     return {spec: make_quantizer(spec, shapes=shapes).nbytes(d) for spec in specs}
 
 
@@ -38,8 +43,7 @@ def relative_errors(specs, shapes=None, draws: int = 20, seed: int = 12345) -> d
     """``||Q(x) - x||^2 / ||x||^2`` of each quantizer, averaged over ``draws`` Gaussian vectors of the model's size
     (their seed differs from the quantizers' own), beside its worst-case ``error_bound``; below 1 means the
     quantizer has a Definition 2.1 parameter ``delta = 1 - bound``."""
-    shapes = shapes or qafel_shapes()
-    d = sum(math.prod(s) for s in shapes)
+    shapes, d = _model(shapes)
     x = torch.randn(draws, d, generator=torch.Generator().manual_seed(seed))
     out = {}
     for spec in specs:
