@@ -161,7 +161,9 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
                 root: str | None = None, fleet_size: int | None = None) -> dict:
     """The runs of experiment ``grid`` (its quick setting unless ``quick=False``), one by one and as one fleet
     (:mod:`afl.fleet`) in this process: wall seconds of each, client steps, and how far apart the final
-    accuracies of the two executions are (float rounding of bigger batched kernels, amplified by training)."""
+    accuracies of the two executions are (float rounding of bigger batched kernels, amplified by training).
+    ``speedup_bound``: the largest speedup any execution could have over the one-by-one one, were every SGD FLOP
+    computed at the measured fp32 matmul peak."""
     from .repro import favas
     dev = resolve_device(device)
     cfg = favas.setting(grid, quick=quick)
@@ -176,8 +178,15 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
     (seq_s, seq), (fleet_s, runs) = timed["sequential"], timed["fleet"]
     steps = sum(r["computed_client_steps"] for r in runs)
     gaps = [abs(a["final_accuracy"] - b["final_accuracy"]) for a, b in zip(seq, runs)]
+    # The compute bound: no execution trains faster than the grid's SGD FLOPs at the fp32 matmul peak.
+    dataset = load_dataset(cfg.dataset, root=root, device=dev)
+    torch.manual_seed(0)
+    flops = sgd_step_flops(build_model(cfg.model), dataset.inputs(dataset.train_x[:1].cpu())[0], cfg.batch)
+    peak_steps_per_s = matmul_peak_gflops(dev) * 1e9 / flops
     return {"grid": grid + (" (quick)" if quick else ""), "runs": len(keys), "device": str(dev),
             "threads": torch.get_num_threads(), "sequential_s": seq_s, "fleet_s": fleet_s,
             "speedup": seq_s / fleet_s, "client_steps": steps, "sequential_client_steps_per_s": steps / seq_s,
-            "fleet_client_steps_per_s": steps / fleet_s, "failed_runs": 2 * len(keys) - len(seq) - len(runs),
+            "fleet_client_steps_per_s": steps / fleet_s, "flops_per_client_step": flops,
+            "peak_client_steps_per_s": peak_steps_per_s, "speedup_bound": peak_steps_per_s * seq_s / steps,
+            "failed_runs": 2 * len(keys) - len(seq) - len(runs),
             "max_final_accuracy_gap": max(gaps, default=0.0)}

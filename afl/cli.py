@@ -62,7 +62,9 @@ def _bench(args) -> None:
               f"  one by one {row['sequential_s']:8.1f} s  {row['sequential_client_steps_per_s']:8.0f} client steps/s\n"
               f"  fleet      {row['fleet_s']:8.1f} s  {row['fleet_client_steps_per_s']:8.0f} client steps/s\n"
               f"  speedup {row['speedup']:.2f}x; largest final-accuracy gap between the two: "
-              f"{100 * row['max_final_accuracy_gap']:.2f} points")
+              f"{100 * row['max_final_accuracy_gap']:.2f} points\n"
+              f"  compute bound: {row['peak_client_steps_per_s']:.0f} client steps/s at the fp32 matmul peak "
+              f"({row['flops_per_client_step'] / 1e6:.1f} MFLOP a step), so at most {row['speedup_bound']:.2f}x")
         return
     from .bench import bench_local_sgd
     rows = []
@@ -99,11 +101,25 @@ def _repro(args) -> None:
         from .fleet import ray_address
         out = run_experiment(args.experiment, quick=args.quick, seeds=args.seeds, out=args.out, root=args.root,
                              device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
-                             fleet_size=args.fleet_size, ray=ray_address(args.ray))
+                             fleet_size=args.fleet_size, ray=ray_address(args.ray),
+                             **dict(_override(text) for text in args.overrides))
     print(report(json.loads(out[0].read_text()), per_run=False))
     print()
     for p in out:
         print(f"wrote {p}")
+
+
+def _override(text: str) -> tuple[str, object]:
+    """``"target=0.8"`` -> ``("target", 0.8)``: the value as a Python literal (numbers, None, tuples), else text."""
+    import ast
+    from .errors import ParameterError
+    field, sep, value = text.partition("=")
+    if not sep or not field.strip():
+        raise ParameterError("--set", text, "FIELD=VALUE, e.g. target=0.8")
+    try:
+        return field.strip(), ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError):
+        return field.strip(), value.strip()
 
 
 def _interrupted(args) -> str:
@@ -196,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
                    help="split the grid into fleets run as Ray tasks: on the cluster at ADDRESS, or on "
                         "$AFL_RAY_ADDRESS, or on a local Ray instance (pip install 'afl[ray]')")
+    r.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
+                   help="change one field of the experiment's setting, e.g. --set target=0.8 (repeatable; the "
+                        "command recorded with the results keeps it)")
     r.set_defaults(func=_repro)
     return p
 

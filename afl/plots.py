@@ -8,6 +8,7 @@ bars with the paper's numbers as black reference marks.
 """
 from __future__ import annotations
 
+import re
 import zlib
 
 import numpy as np
@@ -32,10 +33,30 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
 _FALLBACK = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#d62728"]
 
 
+#: QAFeL's experiment rows ``qafel_c<bits>_s<bits|topk>`` and ``nohidden_c<bits>_s<bits>``: QAFeL's red (the
+#: ablation's purple), shaded by the client's bits, the line style telling the server's quantizer.
+_QAFEL_ROW = re.compile(r"^(qafel|nohidden)_c(\d+)_s(\d+|topk)$")
+_CLIENT_SHADES = {"qafel": {"8": "#8b1a1a", "4": "#d62728", "2": "#f08080"},
+                  "nohidden": {"8": "#5e3c8f", "4": "#9467bd", "2": "#c5b0d5"}}
+_SERVER_LINES = {"8": "-", "4": "--", "2": ":", "topk": "-."}
+
+
+def _qafel_row_style(method: str) -> tuple | None:
+    m = _QAFEL_ROW.match(method)
+    if not m or m[2] not in _CLIENT_SHADES[m[1]] or m[3] not in _SERVER_LINES:
+        return None
+    server = "top-10 %" if m[3] == "topk" else f"{m[3]}-bit"
+    label = f"QAFeL, client {m[2]}-bit, server {server}" if m[1] == "qafel" else \
+        f"no hidden state (ablation), client {m[2]}-bit, server {server}"
+    return _CLIENT_SHADES[m[1]][m[2]], _SERVER_LINES[m[3]], label
+
+
 def style(method: str) -> dict:
     """``{"color", "linestyle", "label"}`` of ``method``: fixed for known names, a stable hash otherwise."""
     if method in METHOD_STYLES:
         color, ls, label = METHOD_STYLES[method]
+    elif _qafel_row_style(method):
+        color, ls, label = _qafel_row_style(method)
     else:
         color, ls, label = _FALLBACK[zlib.crc32(method.encode()) % len(_FALLBACK)], "-", method
     return {"color": color, "linestyle": ls, "label": label}

@@ -61,6 +61,10 @@ def test_data_verify(capsys):
     (["bench", "local-sgd", "--steps", "0"], "steps=0"),
     (["bench", "local-sgd", "--models", "vgg"], "model='vgg'"),
     (["repro", "favas-table2", "--quick", "--fresh", "--resume"], "--fresh"),
+    (["repro", "qafel-table1", "--quick", "--set", "bits=3"], "setting field='bits'"),
+    (["repro", "qafel-table1", "--quick", "--set", "target=1.5"], "target=1.5"),
+    (["repro", "qafel-table1", "--quick", "--set", "=0.8"], "--set='=0.8'"),
+    (["repro", "favas-table2", "--quick", "--set", "n=-1"], "n=-1"),
 ])
 def test_bad_arguments_are_errors_not_tracebacks(argv, name, capsys, tmp_path, monkeypatch):
     import torch
@@ -185,6 +189,14 @@ def test_reuse_takes_identical_runs_and_replot_computes_nothing(tiny_experiment,
     assert main(["repro", "favas-fig1", "--out", str(out), "--replot"]) == 0
     assert (out / "favas-fig1.md").read_text().startswith("# favas-fig1")
     assert main(["repro", "favas-fig2", "--out", str(tmp_path / "empty"), "--replot"]) == 2
+
+
+def test_set_changes_the_setting_and_is_recorded_in_the_command(tiny_experiment, tmp_path):
+    out = tmp_path / "r"
+    assert main(["repro", "favas-table2", "--out", str(out), "--set", "total_time=20.0", "--set", "K=2"]) == 0
+    result = json.loads((out / "favas-table2.json").read_text())
+    assert result["config"]["total_time"] == 20.0 and result["config"]["K"] == 2
+    assert result["command"] == "afl repro favas-table2 --set total_time=20.0 --set K=2"
 
 
 def test_a_changed_method_definition_is_not_reused(tiny_experiment, tmp_path):

@@ -165,6 +165,8 @@ def test_make_quantizer_seed_is_a_default():
     (lambda: make_quantizer("scalar:4"), "shapes", "parameter shapes"),
     (lambda: make_quantizer("scalar:9", shapes=[(2, 2)]), "bits", r"\[1, 8\]"),
     (lambda: make_quantizer("scalar:4", shapes=[(2, 2)]).bits(5), "d", "4, the size"),
+    (lambda: make_quantizer("topk-mask:0.1"), "shapes", "parameter shapes"),
+    (lambda: make_quantizer("topk-mask:1.5", shapes=[(2, 2)]), "fraction", r"\(0, 1\]"),
     (lambda: make_quantizer("luq:1"), "bits", r"\[2, 8\]"),
     (lambda: make_quantizer("sr:0"), "bits", r"\[1, 24\]"),
     (lambda: make_quantizer("lattice:14"), "quantizer", "lattice:<bits>:<step>"),
@@ -228,6 +230,27 @@ def test_flsim_channel_equals_torch_quantize_per_tensor(bits):
             t = torch.quantize_per_tensor(t, float(scale), int(zero), torch.quint8).dequantize()
         want.append(t.reshape(-1))
     torch.testing.assert_close(q.roundtrip(x), torch.cat(want), rtol=0, atol=1e-7)
+
+
+def test_masked_topk_is_flsims_sparse_mask_channel_and_qafel_table2():
+    """Per tensor, FLSim zeroes the int(0.9 numel) smallest and counts numel / 8 mask bytes + 4 per kept value:
+    15,404.25 bytes on the QAFeL model, Table 2's 15.404 kB/download."""
+    d = sum(math.prod(s) for s in QAFEL_SHAPES)
+    q = make_quantizer("topk-mask:0.1", shapes=QAFEL_SHAPES)
+    flsim = sum(math.prod(s) / 8 + 4 * (math.prod(s) - int(0.9 * math.prod(s))) for s in QAFEL_SHAPES)
+    assert q.bits(d) / 8 == flsim == 15404.25 and q.nbytes(d) == 15405
+    x = torch.randn(d, generator=torch.Generator().manual_seed(0))
+    msg = q.encode(x)
+    assert torch.equal(q.decode(q.from_bytes(q.to_bytes(msg), d)), q.decode(msg))
+    y, at = q.roundtrip(x), 0
+    for shape in QAFEL_SHAPES:                                   # each tensor keeps its own largest entries
+        n = math.prod(shape)
+        t, kept = x[at:at + n], y[at:at + n] != 0
+        assert int(kept.sum()) == n - int(0.9 * n)
+        assert float(t[kept].abs().min()) >= float(torch.cat([t[~kept].abs(), t.new_zeros(1)]).max())
+        at += n
+    assert float(((y - x) ** 2).sum() / (x ** 2).sum()) <= q.error_bound(d)
+    assert make_quantizer(q.spec, shapes=QAFEL_SHAPES) == q
 
 
 def test_topk_keeps_the_largest_and_meets_its_delta():

@@ -12,12 +12,13 @@ import torch
 
 from ..data import load_dataset, partition as make_partition
 from ..engine import LocalSGD
+from ..errors import check
 from ..jobs import JobQueue
 from ..models import build_model
 from ..sim.speeds import SpeedProfile, two_speed
 from ..streams import ClientStreams
 from . import fedavg, fedbuff, favas, qafel, quafl  # noqa: F401  (each registers its algorithm)
-from .base import Federation, History, Learner, Settings
+from .base import Federation, History, Learner, Settings, TargetReached
 from .registry import REGISTRY, get, register
 from .state import ClientState
 
@@ -28,19 +29,22 @@ def make_federation(dataset, model: str, n_clients: int, partition: str = "iid",
                     profile: SpeedProfile | None = None, slow_fraction: float = 1 / 3, seed: int = 0,
                     device="cpu", root=None, partition_kw: dict | None = None,
                     dataset_kw: dict | None = None, model_kw: dict | None = None, dtype: torch.dtype | None = None,
-                    strategy: str = "auto") -> Federation:
+                    strategy: str = "auto", parts: list | None = None) -> Federation:
     """Clients holding parts of ``dataset`` (a name or a :class:`~afl.data.Dataset`), one model, seeded speeds.
 
     ``profile`` defaults to FAVAS's two speed classes (exponential step times of mean 2 and 8, a fraction
     ``slow_fraction`` of slow clients assigned at random). One ``seed`` fixes partition, initial model, speed
     classes, mini-batch streams and schedule. ``dtype``: train in another float type (tests compare with their
-    oracles in float64); ``strategy``: the engine's (:mod:`afl.strategies`).
+    oracles in float64); ``strategy``: the engine's (:mod:`afl.strategies`). ``parts``: the clients' sample
+    indices, computed elsewhere (then ``partition`` is not used).
     """
     data = (load_dataset(dataset, root=root, device=device, **(dataset_kw or {})) if isinstance(dataset, str)
             else dataset.to(device))
     if dtype is not None:
         data = data.to(device, dtype=dtype)
-    parts = make_partition(partition, data.train_y.cpu(), n_clients, seed=seed, **(partition_kw or {}))
+    if parts is None:
+        parts = make_partition(partition, data.train_y.cpu(), n_clients, seed=seed, **(partition_kw or {}))
+    check(len(parts) == n_clients, "parts", f"{len(parts)} clients", f"n_clients = {n_clients} index sets")
     module = build_model(model, num_classes=data.num_classes, seed=seed, **(model_kw or {}))
     if dtype is not None:
         module = module.to(dtype)
@@ -50,22 +54,27 @@ def make_federation(dataset, model: str, n_clients: int, partition: str = "iid",
     return Federation(queue, profile, engine.model.flatten().to(engine.device), seed=seed)
 
 
-def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: float, **settings) -> dict:
+def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: float, target: float | None = None,
+                  **settings) -> dict:
     """Train with algorithm ``name`` for ``total_time`` simulated time units; return its history as a dict.
 
     ``settings``: the algorithm's own (``afl.algorithms.get(name).settings``, e.g. ``K``, ``lr``, ``s``, ``Z``,
     ``concurrency``, ``reweighting``...); the rest keep their paper defaults, and a key the algorithm does not
     have is an error that lists the allowed ones. The returned dict holds the evaluation grid (``time``,
     ``accuracy``, ``loss``, counters) plus ``client_steps``, ``wall_seconds``, ``client_steps_per_s``, the
-    ``schedule`` (timeline and contacts), the final ``model`` and the ``settings`` used.
+    ``schedule`` (timeline and contacts), the final ``model`` and the ``settings`` used. With a ``target``
+    accuracy the run stops at the first evaluation that reaches it (``target_reached_at``; ``schedule`` None).
     """
     algo = get(name)
-    history = History(fed.queue, eval_every, total_time)
+    history = History(fed.queue, eval_every, total_time, target=target)
     cfg = algo.make_settings(**settings)
     cfg.check_federation(fed)
     learner = algo.learner(fed, history, cfg)
-    schedule = algo.protocol(fed, cfg, learner, total_time)
-    learner.finish()
+    try:
+        schedule = algo.protocol(fed, cfg, learner, total_time)
+        learner.finish()
+    except TargetReached:
+        schedule = None
     fed.queue.cancel_jobs()              # clients still training when the time ran out: never needed
     out = history.to_dict()
     out["schedule"] = schedule
@@ -74,5 +83,5 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     return out
 
 
-__all__ = ["ALGORITHMS", "REGISTRY", "ClientState", "Federation", "History", "Learner", "Settings", "get",
-           "register", "make_federation", "run_algorithm"]
+__all__ = ["ALGORITHMS", "REGISTRY", "ClientState", "Federation", "History", "Learner", "Settings", "TargetReached",
+           "get", "register", "make_federation", "run_algorithm"]

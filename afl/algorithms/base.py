@@ -52,6 +52,10 @@ class Federation:
         return self.init.numel() * self.bits_per_param // 8
 
 
+class TargetReached(Exception):
+    """Raised by :meth:`History.record` once the server model reaches the target accuracy; it ends the run."""
+
+
 @dataclass
 class History:
     """Accuracy, loss and costs of the server model on a grid of simulated times ``0, Δ, 2Δ, ... <= T``.
@@ -59,18 +63,25 @@ class History:
     ``record(now, model)`` is called *before* the server model changes at simulated time ``now``: every grid
     point in ``(last, now]`` gets the model that held there. ``finish(model)`` fills the grid to the end.
     Evaluations are lazy (:meth:`afl.jobs.JobQueue.evaluate`): they run with the next local training, many
-    models at once, and :attr:`series` holds their values.
+    models at once, and :attr:`series` holds their values. With a ``target`` accuracy every evaluation is
+    awaited, and the first one at or above it raises :class:`TargetReached` (QAFeL's "uploads to reach the
+    target": the run stops there, and ``reached`` is that grid time).
     """
 
     queue: JobQueue
     eval_every: float
     total_time: float
-    counters: dict = field(default_factory=lambda: dict(server_steps=0, client_steps=0, bytes_up=0, bytes_down=0))
+    target: float | None = None
+    counters: dict = field(default_factory=lambda: dict(server_steps=0, client_steps=0, uploads=0, bytes_up=0,
+                                                        bytes_down=0))
     wall_start: float = field(default_factory=_wall.perf_counter)
 
     def __post_init__(self):
         check(self.eval_every > 0, "eval_every", self.eval_every, "a positive simulated time")
         check(self.total_time > 0, "total_time", self.total_time, "a positive simulated time")
+        if self.target is not None:
+            check_real("target", self.target, 0, 1, strict_low=True, hint="an accuracy in (0, 1]")
+        self.reached: float | None = None
         self._next = 0.0
         self._rows: list[tuple[float, Evaluation, dict]] = []
 
@@ -88,9 +99,13 @@ class History:
             return
         evaluation = self.queue.evaluate(model)
         row = dict(self.counters, **{k: float(v) for k, v in extra.items()})
+        first = self._next
         while self.due(now):
             self._rows.append((self._next, evaluation, row))
             self._next = round(self._next + self.eval_every, 9)
+        if self.target is not None and evaluation.value()["accuracy"] >= self.target:
+            self.reached = first
+            raise TargetReached(first)
 
     def finish(self, model: Tensor, **extra) -> None:
         self.record(self.total_time, model, **extra)
@@ -111,6 +126,7 @@ class History:
         computed = self.queue.client_steps
         acc = series.get("accuracy", [])
         return {"curve": series, "final_accuracy": acc[-1] if acc else None, **self.counters,
+                "target": self.target, "target_reached_at": self.reached,
                 "computed_client_steps": computed, "wall_seconds": wall,
                 "client_steps_per_s": computed / wall if wall > 0 else None}
 
@@ -165,6 +181,7 @@ class Learner:
         c = self.history.counters
         c["server_steps"] += 1
         c["client_steps"] += sum(x.steps for x in contacts)
+        c["uploads"] += len(contacts) if uploads is None else uploads
         c["bytes_up"] += (len(contacts) if uploads is None else uploads) * self.message_bytes()
         c["bytes_down"] += (len(contacts) if downloads is None else downloads) * self.message_bytes()
 
@@ -174,4 +191,4 @@ def model_variance(server: Tensor, clients: Tensor) -> float:
     return float(((clients - server) ** 2).sum())
 
 
-__all__ = ["Federation", "History", "Settings", "Learner", "model_variance"]
+__all__ = ["Federation", "History", "TargetReached", "Settings", "Learner", "model_variance"]

@@ -17,6 +17,7 @@ spec                               quantizer                                    
 ``scalar:<bits>``                  FLSim's per-tensor min-max channel (QAFeL's code), shapes     ``scalar``
 ``sr:<bits>``                      stochastic rounding to 2^bits levels in [min, max], unbiased  ``scalar``
 ``topk:<fraction>``                the largest ceil(fraction d) coordinates (QAFeL Table 2)      ``sparse``
+``topk-mask:<fraction>``           per-tensor top-k sent with a bitmask (QAFeL's code), shapes   ``sparse``
 ``randk:<fraction>[:rescale=]``    random coordinates, rescaled by d/k to be unbiased            ``sparse``
 ``luq:<bits>``                     logarithmic unbiased quantization (FAVAS Remark 6)            ``luq``
 =================================  ============================================================  ============
@@ -45,12 +46,12 @@ from .lattice import LATTICE_BITS, LatticeQuantizer
 from .luq import LUQ
 from .qsgd import QSGD_BITS, QSGDQuantizer
 from .scalar import Identity, ScalarChannel, StochasticRounding
-from .sparse import RandK, TopK
+from .sparse import MaskedTopK, RandK, TopK
 
 QUANTIZERS = {"identity": Identity, "lattice": LatticeQuantizer, "qsgd": QSGDQuantizer, "scalar": ScalarChannel,
-              "sr": StochasticRounding, "topk": TopK, "randk": RandK, "luq": LUQ}
+              "sr": StochasticRounding, "topk": TopK, "topk-mask": MaskedTopK, "randk": RandK, "luq": LUQ}
 SPEC_FORMAT = ("'identity', 'lattice:<bits>:<step>', 'qsgd:<bits>[:bucket=<n>][:norm=l2|max]', 'scalar:<bits>', "
-               "'sr:<bits>', 'topk:<fraction>', 'randk:<fraction>[:rescale=true|false]', 'luq:<bits>' "
+               "'sr:<bits>', 'topk:<fraction>', 'topk-mask:<fraction>', 'randk:<fraction>[:rescale=true|false]', 'luq:<bits>' "
                "(stochastic ones also ':seed=<n>'), or a Quantizer")
 
 
@@ -72,7 +73,7 @@ def make_quantizer(spec, *, seed: int | None = None, shapes=None) -> Quantizer:
     """A quantizer from a spec string (format in the module docstring) or a :class:`Quantizer` (returned).
 
     ``seed``: default seed of a stochastic quantizer when the spec has no ``seed=`` field; ``shapes``: the
-    model's parameter shapes, for a per-tensor quantizer (``"scalar:<bits>"``).
+    model's parameter shapes, for a per-tensor quantizer (``"scalar:<bits>"``, ``"topk-mask:<fraction>"``).
     """
     if isinstance(spec, Quantizer):
         return spec
@@ -100,7 +101,7 @@ def get(name: str, *args, seed: int | None = None, shapes=None, _spec=None, **pa
     cls = QUANTIZERS[name]
     if issubclass(cls, Seeded) and seed is not None:
         params.setdefault("seed", seed)
-    if cls is ScalarChannel:
+    if cls in (ScalarChannel, MaskedTopK):
         params.setdefault("shapes", shapes)
     if isinstance(params.get("rescale"), str):
         params["rescale"] = _flag("rescale", params["rescale"])
@@ -134,5 +135,5 @@ def quantized_interval(interaction_time: float, quantizer: Quantizer | str | Non
 
 
 __all__ = ["Encoded", "Quantizer", "Identity", "LatticeQuantizer", "QSGDQuantizer", "ScalarChannel",
-           "StochasticRounding", "TopK", "RandK", "LUQ", "QUANTIZERS", "get", "make_quantizer", "quantized_interval",
+           "StochasticRounding", "TopK", "MaskedTopK", "RandK", "LUQ", "QUANTIZERS", "get", "make_quantizer", "quantized_interval",
            "FLOAT_BITS", "LATTICE_BITS", "QSGD_BITS"]

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from ..errors import check_choice
-from . import favas
-from .favas import report
+from . import favas, qafel
 
 #: experiment name -> module that computes it
-EXPERIMENTS = {name: favas for name in favas.EXPERIMENTS}
+EXPERIMENTS = {name: module for module in (favas, qafel) for name in module.EXPERIMENTS}
 
 
 def run_experiment(name: str, **kwargs):
@@ -19,6 +18,11 @@ def replot(name: str, out="results"):
     """Rewrite experiment ``name``'s markdown and figure from its JSON in ``out``, computing nothing."""
     check_choice("experiment", name, EXPERIMENTS)
     return EXPERIMENTS[name].replot(name, out)
+
+
+def report(result: dict, per_run: bool = True) -> str:
+    """The markdown of a result JSON written by ``afl repro`` (by its paper's module)."""
+    return EXPERIMENTS[result["experiment"]].report(result, per_run=per_run)
 
 
 __all__ = ["EXPERIMENTS", "run_experiment", "replot", "report"]

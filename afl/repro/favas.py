@@ -23,22 +23,22 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import partial as partial_fn
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from ..algorithms import get as get_algorithm, make_federation, run_algorithm
 from ..compress import Quantizer
 from ..data import load_dataset
-from ..errors import RunsFailed, check, check_choice, check_int
-from ..fleet import DEFAULT_SIZE, Outcome, run_fleet, run_on_ray, run_one_by_one
+from ..errors import check, check_choice, check_int, check_real
+from ..fleet import Outcome, run_fleet, run_one_by_one
 from ..plots import style
-from ..results import PartialRuns, output_dir, progress_bar, setting_key
+from ..results import PartialRuns
 from ..runtime import resolve_device
+from .runner import Grid, compute, execute
 
 #: Table 2's columns: partition scheme and fraction of slow clients.
 SPLITS = {
@@ -79,6 +79,20 @@ class FavasSetting:
     methods: tuple = ("fedavg", "quafl", "quafl-lattice14", "fedbuff", "fedbuff-quafl-code", "favas",
                       "favas-normalized")
     splits: tuple = tuple(SPLITS)
+
+    def __post_init__(self):
+        n = check_int("n", self.n, 1)
+        check_int("s", self.s, 1, n, hint="at most n")
+        check_int("Z", self.Z, 1, n, hint="at most n")
+        for name in ("K", "batch", "seeds"):
+            check_int(name, getattr(self, name), 1)
+        for name in ("lr", "total_time", "eval_every", "server_interval"):
+            check_real(name, getattr(self, name), 0, strict_low=True)
+        check_real("server_time", self.server_time, 0)
+        for m in self.methods:
+            check_choice("methods", m, METHODS)
+        for sp in self.splits:
+            check_choice("splits", sp, SPLITS)
 
     def run_kwargs(self, method: str) -> dict:
         """The settings of ``method``'s algorithm in this experiment (see :data:`METHODS`)."""
@@ -156,8 +170,9 @@ def setting(experiment: str, quick: bool | None = None, **overrides) -> FavasSet
     check_choice("experiment", experiment, EXPERIMENTS)
     if quick is None:
         quick = os.environ.get("AFL_QUICK") == "1"
-    base = EXPERIMENTS[experiment][1 if quick else 0]
-    return replace(base, **overrides)
+    for field in overrides:
+        check_choice("setting field", field, [f.name for f in fields(FavasSetting)])
+    return replace(EXPERIMENTS[experiment][1 if quick else 0], **overrides)
 
 
 def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, dataset=None, device="cpu",
@@ -188,45 +203,26 @@ def run_key(run: dict) -> tuple:
     return run["split"], run["method"], run["seed"]
 
 
+def grid(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
+         fleet: bool = True, fleet_size: int | None = None, name: str = "favas") -> Grid:
+    """Every (split, method, seed) of ``cfg`` as a :class:`~afl.repro.runner.Grid` named ``name``."""
+    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
+    keys = [(sp, m, seed) for seed in range(seeds) for sp in cfg.splits for m in cfg.methods]
+    work = partial_fn(run_grid, cfg, device=str(device), root=root, track_variance=track_variance, fleet=fleet,
+                      fleet_size=fleet_size)
+    return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key,
+                partial_fn(same_run, cfg=cfg, track_variance=track_variance), SELECTION)
+
+
 def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
                  partial: PartialRuns | None = None, progress: bool = True, done: list[dict] = (),
                  fleet: bool = True, fleet_size: int | None = None, ray: str | None = None) -> list[dict]:
     """Every (seed, split, method) of ``cfg``: as one fleet (:mod:`afl.fleet`; at most ``fleet_size`` runs live),
-    one by one (``fleet=False``), or as fleets on a Ray cluster (``ray``: an address, or ``"local"``).
-
-    Each finished run is appended to ``partial`` as it ends; runs in ``done`` (read back from such a file, or
-    reused from another experiment) are kept and not computed again. A run that fails fails alone: the others
-    finish and are saved, then :class:`~afl.errors.RunsFailed` names each failed run with its error.
-    """
-    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
-    have = {run_key(r): r for r in done}
-    keys = [(sp, m, seed) for seed in range(seeds) for sp in cfg.splits for m in cfg.methods]
-    todo = [k for k in keys if k not in have]
-    bar = progress_bar(len(keys), progress)
-    bar.update(len(keys) - len(todo))
-    bar.set_description("fleet" if fleet else "one by one")
-    failed = []
-
-    def finished(outcome) -> None:
-        if outcome.ok:
-            have[outcome.key] = outcome.value
-            if partial is not None:
-                partial.append(outcome.value)
-        else:
-            failed.append(outcome)
-        bar.update(1)
-
-    work = partial_fn(run_grid, cfg, device=str(device), root=root, track_variance=track_variance, fleet=fleet,
-                      fleet_size=fleet_size)
-    if ray is None:
-        work(todo, on_outcome=finished)
-    else:
-        run_on_ray(work, todo, address=ray, num_gpus=1 if torch.device(device).type == "cuda" else 0,
-                   on_done=lambda outcomes: [finished(o) for o in outcomes])
-    bar.close()
-    if failed:
-        raise RunsFailed([(o.key, o.error) for o in failed])
-    return [have[k] for k in keys]
+    one by one (``fleet=False``), or as fleets on a Ray cluster (``ray``: an address, or ``"local"``); see
+    :func:`afl.repro.runner.compute` for ``done``, ``partial`` and failures."""
+    g = grid(cfg, seeds=seeds, device=device, root=root, track_variance=track_variance, fleet=fleet,
+             fleet_size=fleet_size)
+    return compute(g, done=done, partial=partial, progress=progress, fleet=fleet, ray=ray, device=device)
 
 
 def run_grid(cfg: FavasSetting, keys: list[tuple], *, device="cpu", root=None, track_variance=False,
@@ -320,16 +316,6 @@ def same_run(run: dict, cfg: FavasSetting, track_variance: bool = False) -> bool
     return have == want and (not needs_variance or "variance" in run["curve"])
 
 
-def reusable_runs(path, cfg: FavasSetting, track_variance: bool = False) -> list[dict]:
-    """The runs of another experiment's JSON (``results/favas-table2.json``, ...) computed exactly as ``cfg``
-    would compute them: same setting apart from which seeds, splits and methods it selects, and the same
-    algorithm settings (:func:`same_run`)."""
-    other = json.loads(Path(path).read_text())
-    if setting_key(other["config"], SELECTION) != setting_key(cfg, SELECTION):
-        return []
-    return [r for r in other["runs"] if same_run(r, cfg, track_variance)]
-
-
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results",
                    root=None, device="cpu", progress: bool = True, fresh: bool = False, reuse=(),
                    fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
@@ -338,49 +324,27 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
 
     Finished runs are appended to ``OUT/<experiment>.partial.jsonl`` as they end, and an interrupted invocation
     is resumed from that file (``fresh=True`` discards it first). ``reuse``: JSON results of other experiments
-    whose runs are taken where they are the same runs (:func:`reusable_runs`). ``fleet``, ``fleet_size``,
-    ``ray``: how the runs are executed (:func:`compute_runs`; the results do not depend on it beyond float
-    rounding). ``overrides`` replace fields of
-    the setting (e.g. ``n=10``). Everything is checked before anything is created or computed.
+    whose runs are taken where they are the same runs (:func:`~afl.repro.runner.reusable_runs`, :func:`same_run`).
+    ``fleet``, ``fleet_size``, ``ray``: how the runs are executed (:func:`compute_runs`; the results do not depend
+    on it beyond float rounding). ``overrides`` replace fields of the setting (e.g. ``n=10``). Everything is
+    checked before anything is created or computed (:func:`afl.repro.runner.execute`).
     """
     cfg = setting(experiment, quick=quick, **overrides)
-    n_seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
     dev = resolve_device(device)
-    if fleet_size is not None:
-        check_int("fleet_size", fleet_size, 1)
-    reuse = [Path(p) for p in reuse]
-    for p in reuse:
-        check(p.is_file(), "reuse", str(p), "JSON results written by afl repro")
-    out = output_dir(out)
-    partial = PartialRuns(out / f"{experiment}.partial.jsonl", setting_key(cfg, SELECTION))
-    if fresh:
-        partial.discard()
     variance = experiment == "favas-fig2"
-    resumed = [r for r in partial.load() if same_run(r, cfg, variance)]
-    have = {run_key(r) for r in resumed}
-    reused = [r for p in reuse for r in reusable_runs(p, cfg, variance) if run_key(r) not in have]
-    runs = compute_runs(cfg, seeds=n_seeds, device=dev, root=root, track_variance=variance, partial=partial,
-                        progress=progress, done=resumed + reused, fleet=fleet, fleet_size=fleet_size, ray=ray)
-    rows = table2(runs)
-    command = ("afl repro " + experiment + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
-               + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
-               + (f" --fleet-size {fleet_size}" if fleet_size else "")
-               + ("" if ray is None else " --ray" if ray == "local" else f" --ray {ray}"))
-    keys = lambda rs: {run_key(r) for r in rs}  # noqa: E731
-    execution = ("one by one" if not fleet else f"as one fleet of at most {fleet_size or DEFAULT_SIZE} live runs")
-    if ray is not None:
-        execution = f"as Ray tasks ({ray}), each {'a fleet' if fleet else 'one by one'}"
-    result = {"experiment": experiment, "command": command, "quick": quick, "machine": _machine(str(dev)),
-              "execution": f"runs computed {execution}",
-              "resumed_runs": len(keys(resumed) & keys(runs)), "reused_runs": len(keys(reused) & keys(runs)),
-              "config": asdict(cfg) | {"seeds": n_seeds}, "rows": rows,
-              "methods": {m: {"algorithm": METHODS[m].algorithm, "label": style(m)["label"],
-                              "source": METHODS[m].source, "settings": cfg.run_kwargs(m)} for m in cfg.methods},
-              "paper": {m: {s: {"mean": v[0], "std": v[1]} for s, v in d.items()} for m, d in PAPER_TABLE2.items()}
-              if experiment == "favas-table2" else None,
-              "runs": [{k: v for k, v in r.items() if k != "setting_key"} for r in runs]}
-    paths = write_result(result, out)
-    partial.discard()
+    g = grid(cfg, seeds=seeds, device=dev, root=root, track_variance=variance, fleet=fleet, fleet_size=fleet_size,
+             name=experiment)
+    done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
+                   fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
+    result = done.record | {
+        "rows": table2(done.runs),
+        "methods": {m: {"algorithm": METHODS[m].algorithm, "label": style(m)["label"],
+                        "source": METHODS[m].source, "settings": cfg.run_kwargs(m)} for m in cfg.methods},
+        "paper": {m: {s: {"mean": v[0], "std": v[1]} for s, v in d.items()} for m, d in PAPER_TABLE2.items()}
+        if experiment == "favas-table2" else None,
+        "runs": done.runs}
+    paths = write_result(result, Path(out))
+    done.partial.discard()
     return paths
 
 
@@ -449,14 +413,6 @@ def report(result: dict, per_run: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _machine(device: str) -> str:
-    import platform
-    import torch
-    cpu = platform.processor() or platform.machine()
-    return (f"{platform.system()} {cpu}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads, device {device}")
-
-
 __all__ = ["METHODS", "Method", "SPLITS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting", "compute_run",
            "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy",
-           "plot_variance", "reusable_runs", "run_experiment", "write_result", "replot", "report"]
+           "plot_variance", "grid", "same_run", "run_experiment", "write_result", "replot", "report"]

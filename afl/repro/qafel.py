@@ -1,22 +1,53 @@
 """QAFeL (Ortega & Jafarkhani 2023, ``shared/papers/003_*``): what a message costs, how much each quantizer
-errs, and a first probe of the hidden state against quantizing the model itself.
+errs, a first probe of the hidden state, and the paper's experiments (Tables 1-2, Figure 3) with their
+settings (quick and paper scale).
 
 The paper's model is FLSim's SimpleConvNet (``celeba-cnn``, ``variant="fedbuff"``: 29,282 parameters); its
 "n-bit qsgd" on CelebA is FLSim's per-tensor min-max channel (``scalar:<n>`` in :mod:`afl.compress`), whose
-message sizes are the paper's Table 1 to the byte. The paper's Table 1/2 and Figure 3 experiments are not
-here yet (issue 9); :func:`probe` is a small seeded experiment on MNIST, labelled as such wherever it is shown.
+message sizes are the paper's Table 1 to the byte; its Table 2 server top-k is FLSim's sparse mask channel
+(``topk-mask:0.1``, 15.404 kB). ``QafelSetting.quantizer="qsgd"`` runs the rows with the stochastic QSGD of the
+paper's Example B.1 instead (what its theory assumes; other message sizes).
+
+Protocol (App. D and the authors' FLSim fork): clients arrive at a constant rate (100 per time unit; Fig. 3:
+the rate that gives 100 / 500 / 1000 clients in training), each trains one local epoch of its 1-32 images
+(one step of batch 32) for a HalfNormal(1) duration; client lr 4.7e-6, server SGD lr 1000 with momentum 0.3
+on the *sum* of a buffer of K = 10 updates; staleness weight 1/sqrt(1 + tau) only in Fig. 3. The metric is
+the number of uploads until the validation accuracy first reaches the target (90 % on CelebA).
+
+Data: the paper's LEAF CelebA (smiling or not) where the user has it (``dataset="celeba"``: LEAF's 84x84 images
+resized to 32x32, one user per celebrity). Offline, ``dataset="cifar10-jpeg"`` is the substitute that keeps
+the model and its byte counts exact: CIFAR-10 (the lossy JPEG copy) at 32x32, vehicles vs animals, split into
+LEAF-like users of 1-32 images whose images share few original classes (as a person's photos share a face:
+Dirichlet(alpha) over the ten original classes). Every result names the dataset it ran on. A user's local
+epoch is one step on a batch of 32 drawn from its shuffled epochs (:mod:`afl.streams`), so users with fewer
+than 32 images repeat some of them within the step.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
+import re
+from dataclasses import dataclass, fields, replace
+from functools import partial as partial_fn
+from pathlib import Path
 
+import numpy as np
 import torch
+from torch import Tensor
 
-from ..algorithms import make_federation, run_algorithm
+from ..algorithms import get as get_algorithm, make_federation, run_algorithm
 from ..compress import make_quantizer
-from ..data import load_dataset
-from ..fleet import Outcome, run_fleet
+from ..data import Dataset, load_dataset, partition as make_partition
+from ..errors import check, check_choice, check_int, check_real
+from ..fleet import Outcome, run_fleet, run_one_by_one
 from ..models import build_model
+from ..plots import band_label, style
+from ..runtime import resolve_device
+from ..sim import HalfNormal, rate_for_concurrency
+from ..sim.speeds import SpeedProfile
+from .favas import settings_record
+from .runner import Grid, execute
 
 #: QAFeL Table 1's message sizes in bytes (paper numbers, shown only as labelled references)
 PAPER_BYTES = {"identity": 117128, "scalar:8": 29924, "scalar:4": 15380, "scalar:2": 8108}
@@ -102,6 +133,380 @@ def probe_markdown(outcomes: list[Outcome], d: int = 25450) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------------------------- the experiments
+#: The paper's Table 1 (uploads to 90 %, thousands, mean ± std over 3 runs), a labelled reference beside ours.
+PAPER_TABLE1 = {"fedbuff": (26.1, 6.7), "qafel_c8_s8": (27.6, 4.82), "qafel_c8_s4": (29.8, 2.76),
+                "qafel_c8_s2": (35.7, 14.5), "qafel_c4_s8": (39.7, 3.32), "qafel_c4_s4": (27.8, 10.4),
+                "qafel_c4_s2": (37.7, 9.10), "qafel_c2_s8": (58.6, 7.16), "qafel_c2_s4": (74.6, 35.7),
+                "qafel_c2_s2": (91.9, 34.4)}
+#: The paper's Table 2 (server top-k 10 %; the 2-bit row averages the two runs that reached 90 %).
+PAPER_TABLE2 = {"fedbuff": (26.1, 6.7), "qafel_c8_stopk": (39.5, 10.2), "qafel_c4_stopk": (42.4, 10.4),
+                "qafel_c2_stopk": (94.8, 16.7)}
+#: The paper's message sizes per row (kB/upload, kB/download; Tables 1-2).
+PAPER_KB = {"fedbuff": (117.128, 117.128), **{f"qafel_c{c}_s{s}": (kb[c], kb[s]) for kb in
+            [{8: 29.924, 4: 15.380, 2: 8.108}] for c in (8, 4, 2) for s in (8, 4, 2)},
+            **{f"qafel_c{c}_stopk": (kb, 15.404) for c, kb in ((8, 29.924), (4, 15.380), (2, 8.108))}}
+
+#: Table 1's rows, then QAFeL's ablation (no hidden state) beside its 4/4 and 2/2 rows
+TABLE1_METHODS = ("fedbuff",) + tuple(f"qafel_c{c}_s{s}" for c in (8, 4, 2) for s in (8, 4, 2)) + (
+    "nohidden_c4_s4", "nohidden_c2_s2")
+TABLE2_METHODS = ("fedbuff", "qafel_c8_stopk", "qafel_c4_stopk", "qafel_c2_stopk")
+FIG3_METHODS = ("fedbuff", "qafel_c4_s4")
+_ROW = re.compile(r"^(?:fedbuff|(qafel|nohidden)_c([248])_s([248]|topk))$")
+#: CIFAR-10's classes airplane, automobile, bird, cat, deer, dog, frog, horse, ship, truck -> vehicle (1) or not
+VEHICLES = (1, 1, 0, 0, 0, 0, 0, 0, 1, 1)
+DATASETS = ("cifar10-jpeg", "celeba")
+
+
+@dataclass(frozen=True)
+class QafelSetting:
+    """One QAFeL experiment's settings (defaults: the paper's protocol, App. D, on the offline substitute).
+
+    ``users``, ``max_size``, ``alpha``: the substitute's users (sizes uniform in 1..max_size, Dirichlet(alpha)
+    mix of the original classes); ``validation``: the first that many test images are the validation set (None:
+    all); ``target`` and ``max_uploads``: the accuracy to reach and the budget of uploads to reach it in;
+    ``eval_every``: uploads between validations. The paper's target is 90 % on CelebA (``--set dataset=celeba
+    --set target=0.9``); on the substitute FedBuff reaches 85 % after about 7,000 uploads (80 % after 3,250;
+    87 % at 10,000: one seed, ``results/qafel-table1.md``), so 85 % leaves the quantized rows room within the
+    budget as 90 % does on CelebA. ``concurrencies``: Fig. 3's clients in training (None: arrivals
+    at ``rate``); ``quantizer``: ``"scalar"`` (FLSim's channel, the paper's sizes) or ``"qsgd"`` (Example B.1).
+    """
+
+    dataset: str = "cifar10-jpeg"
+    users: int = 2500
+    max_size: int = 32
+    alpha: float = 10.0
+    validation: int | None = 2000
+    lr: float = 4.7e-6
+    batch: int = 32
+    server_lr: float = 1000.0
+    server_momentum: float = 0.3
+    Z: int = 10
+    rate: float = 100.0
+    duration: float = 1.0
+    quantizer: str = "scalar"
+    target: float = 0.85
+    max_uploads: int = 150_000
+    eval_every: int = 500
+    seeds: int = 3
+    methods: tuple = TABLE1_METHODS
+    concurrencies: tuple = (None,)
+
+    def __post_init__(self):
+        check_choice("dataset", self.dataset, DATASETS)
+        check_choice("quantizer", self.quantizer, ("scalar", "qsgd"))
+        check_int("users", self.users, 1)
+        check_int("max_size", self.max_size, 1)
+        check_real("alpha", self.alpha, 0, strict_low=True)
+        if self.validation is not None:
+            check_int("validation", self.validation, 1)
+        check_real("target", self.target, 0, 1, strict_low=True, hint="an accuracy in (0, 1]")
+        check_int("max_uploads", self.max_uploads, 1)
+        check_int("eval_every", self.eval_every, 1, self.max_uploads, hint="uploads, at most max_uploads")
+        check_real("rate", self.rate, 0, strict_low=True)
+        for m in self.methods:
+            check(_ROW.match(m) is not None, "methods", m, "fedbuff, qafel_c<bits>_s<bits|topk> or "
+                  "nohidden_c<bits>_s<bits> (bits 2, 4 or 8)")
+        for c in self.concurrencies:
+            if c is not None:
+                check_int("concurrencies", c, 1, self.users, hint="clients in training, at most users")
+
+    def arrival_rate(self, concurrency: int | None) -> float:
+        """Clients per time unit: ``rate``, or the rate giving ``concurrency`` in training (Little's law:
+        QAFeL App. D's 125 / 627 / 1253 for 100 / 500 / 1000)."""
+        return self.rate if concurrency is None else rate_for_concurrency(concurrency, HalfNormal(self.duration))
+
+    def run_kwargs(self, method: str, concurrency: int | None = None) -> tuple[str, dict]:
+        """``method``'s algorithm and its settings in this experiment."""
+        m = _ROW.match(method)
+        check(m is not None, "method", method, "a row of QafelSetting.methods")
+        kw = dict(K=1, lr=self.lr, Z=self.Z, server_lr=self.server_lr, server_momentum=self.server_momentum,
+                  reducer="sum", staleness="none" if concurrency is None else "sqrt", server_time=0.0,
+                  arrival_rate=self.arrival_rate(concurrency), concurrency=None)
+        if m[1] is None:
+            return "fedbuff", kw
+        server = "topk-mask:0.1" if m[3] == "topk" else f"{self.quantizer}:{m[3]}"
+        return "qafel", kw | dict(client_quantizer=f"{self.quantizer}:{m[2]}", server_quantizer=server,
+                                  hidden_state=m[1] == "qafel")
+
+
+#: Experiments: name -> (paper setting, quick setting). The quick settings (each under 3 minutes on 2 CPU cores)
+#: keep the protocol and shrink the rest: 300 users, 500 validation images, 1,000 uploads, a target of 70 % that
+#: FedBuff reaches within them, one seed, and in Table 1 the rows that show its trends (client bits against
+#: server bits, the ablation). They show the pipeline and the trends' direction, not the paper's numbers.
+_QUICK = dict(users=300, validation=500, target=0.7, max_uploads=1000, eval_every=100, seeds=1)
+QUICK_TABLE1 = ("fedbuff", "qafel_c8_s8", "qafel_c4_s4", "qafel_c4_s2", "qafel_c2_s4", "qafel_c2_s2",
+                "nohidden_c2_s2")
+EXPERIMENTS = {
+    "qafel-table1": (QafelSetting(), QafelSetting(methods=QUICK_TABLE1, **_QUICK)),
+    "qafel-table2": (QafelSetting(methods=TABLE2_METHODS), QafelSetting(methods=TABLE2_METHODS, **_QUICK)),
+    "qafel-fig3": (QafelSetting(methods=FIG3_METHODS, concurrencies=(100, 500, 1000)),
+                   QafelSetting(methods=FIG3_METHODS, concurrencies=(10, 50, 100), **_QUICK)),
+}
+
+
+def setting(experiment: str, quick: bool | None = None, **overrides) -> QafelSetting:
+    """The paper or quick setting of ``experiment`` (quick by default when ``AFL_QUICK=1``), with overrides."""
+    check_choice("experiment", experiment, EXPERIMENTS)
+    if quick is None:
+        quick = os.environ.get("AFL_QUICK") == "1"
+    for field in overrides:
+        check_choice("setting field", field, [f.name for f in fields(QafelSetting)])
+    return replace(EXPERIMENTS[experiment][1 if quick else 0], **overrides)
+
+
+def load_task(cfg: QafelSetting, root=None, device="cpu") -> Dataset:
+    """The experiment's binary task at 32x32, normalized as the paper does (mean 0.5, std 0.5 per channel), no
+    augmentation, its validation set the first ``cfg.validation`` test images."""
+    if cfg.dataset == "celeba":
+        data = load_dataset("celeba", root=root, device=device)
+        small = lambda x: torch.nn.functional.interpolate(x.float() / 255, size=(32, 32), mode="bilinear",  # noqa
+                                                          antialias=True, align_corners=False)
+        data = replace(data, train_x=small(data.train_x), test_x=small(data.test_x), name="celeba-32")
+    else:
+        data = load_dataset("cifar10-jpeg", root=root, device=device, normalize=False)
+        data = data.relabel(VEHICLES, name="cifar10-jpeg vehicles vs animals")
+    n = data.n_test if cfg.validation is None else min(cfg.validation, data.n_test)
+    return replace(data, train_x=data.train_x * 2 - 1, test_x=data.test_x[:n] * 2 - 1, test_y=data.test_y[:n],
+                   test_groups=None, mean=None, std=None, augment=None)
+
+
+def user_parts(cfg: QafelSetting, data: Dataset, seed: int) -> list[Tensor]:
+    """The users' sample indices: LEAF's users (CelebA: one per celebrity) or the substitute's LEAF-like ones."""
+    if cfg.dataset == "celeba":
+        return make_partition("by_group", data.train_groups.cpu())
+    sizes = np.random.default_rng([seed, 1549775860]).integers(1, cfg.max_size + 1, cfg.users)
+    labels = data.info.get("original_train_y", data.train_y).cpu()
+    return make_partition("sized", labels, seed=seed, sizes=sizes, alpha=cfg.alpha)
+
+
+def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: int, *, dataset=None,
+                device="cpu", root=None) -> dict:
+    """One seeded run of ``method``: stopped when the validation accuracy first reaches ``cfg.target`` (else at
+    ``cfg.max_uploads``); its curve against uploads, uploads to target and message sizes."""
+    algorithm, kw = cfg.run_kwargs(method, concurrency)
+    data = dataset if dataset is not None else load_task(cfg, root=root, device=device)
+    parts = user_parts(cfg, data, seed)
+    profile = SpeedProfile(["all"], np.zeros(len(parts), dtype=int), [HalfNormal(cfg.duration)])
+    fed = make_federation(data, "celeba-cnn", len(parts), batch_size=cfg.batch, profile=profile, seed=seed,
+                          device=device, parts=parts, model_kw=dict(variant="fedbuff"))
+    rate = kw["arrival_rate"]
+    out = run_algorithm(algorithm, fed, total_time=cfg.max_uploads / rate, eval_every=cfg.eval_every / rate,
+                        target=cfg.target, **kw)
+    out.pop("schedule")
+    out.pop("model")
+    d = fed.init.numel()
+    up = make_quantizer(kw.get("client_quantizer", "identity"), shapes=fed.engine.model.shapes).bits(d) / 8000
+    down = make_quantizer(kw.get("server_quantizer", "identity"), shapes=fed.engine.model.shapes).bits(d) / 8000
+    reached = out["target_reached_at"]
+    uploads = out["curve"]["uploads"]
+    out.update(method=method, algorithm=algorithm, concurrency=concurrency, seed=seed, dataset=data.name,
+               settings=settings_record(out["settings"]), kb_per_upload=up, kb_per_download=down,
+               uploads_to_target=uploads[-1] if reached is not None else None,
+               broadcasts_to_target=out["curve"]["server_steps"][-1] if reached is not None else None)
+    return out
+
+
+def run_key(run: dict) -> tuple:
+    """What identifies a run within an experiment: (concurrency, method, seed)."""
+    return run["concurrency"], run["method"], run["seed"]
+
+
+def same_run(run: dict, cfg: QafelSetting) -> bool:
+    """Whether a saved run is what ``cfg`` computes now (its method's settings unchanged)."""
+    if _ROW.match(run["method"]) is None:
+        return False
+    algorithm, kw = cfg.run_kwargs(run["method"], run["concurrency"])
+    return run.get("settings") == settings_record(get_algorithm(algorithm).make_settings(**kw))
+
+
+def run_grid(cfg: QafelSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,
+             fleet_size: int | None = None, on_outcome=None) -> list[Outcome]:
+    """The runs ``keys`` ((concurrency, method, seed) each) of ``cfg`` on one machine, as a fleet or one by one."""
+    data = load_task(cfg, root=root, device=device)
+    tasks = [(key, partial_fn(compute_run, cfg, key[1], key[0], key[2], dataset=data, device=device))
+             for key in keys]
+    return (run_fleet if fleet else run_one_by_one)(tasks, **({"size": fleet_size} if fleet else {}),
+                                                    on_outcome=on_outcome)
+
+
+def grid(cfg: QafelSetting, *, seeds: int | None = None, device="cpu", root=None, fleet: bool = True,
+         fleet_size: int | None = None, name: str = "qafel") -> Grid:
+    """Every (concurrency, method, seed) of ``cfg`` as a :class:`~afl.repro.runner.Grid` named ``name``."""
+    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
+    keys = [(c, m, s) for s in range(seeds) for c in cfg.concurrencies for m in cfg.methods]
+    work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
+    return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg),
+                ("seeds", "methods", "concurrencies"))
+
+
+def table(runs: list[dict]) -> dict:
+    """``{row: {...}}`` per (method, concurrency): uploads to target in thousands (mean, std and per seed over
+    the seeds that reached it, as the paper counts its 2-bit row), how many seeds reached it, kB per upload and
+    per download, and MB uploaded and broadcast until then (mean over those seeds; one broadcast per server
+    step, as the paper's Fig. 3 counts it)."""
+    rows: dict = {}
+    for r in runs:
+        key = r["method"] if r["concurrency"] is None else f"{r['method']}@{r['concurrency']}"
+        rows.setdefault(key, []).append(r)
+    out = {}
+    for key, rs in rows.items():
+        hit = [r for r in rs if r["uploads_to_target"] is not None]
+        k_up = [r["uploads_to_target"] / 1000 for r in hit]
+        mb_up = [r["uploads_to_target"] * r["kb_per_upload"] / 1000 for r in hit]
+        mb_down = [r["broadcasts_to_target"] * r["kb_per_download"] / 1000 for r in hit]
+        out[key] = {"method": rs[0]["method"], "concurrency": rs[0]["concurrency"],
+                    "uploads_to_target": {"mean": _mean(k_up), "std": _std(k_up), "per_seed": [
+                        None if r["uploads_to_target"] is None else r["uploads_to_target"] / 1000 for r in rs]},
+                    "reached": len(hit), "seeds": len(rs),
+                    "best_accuracy": [max(a for a in r["curve"]["accuracy"]) for r in rs],
+                    "kb_per_upload": rs[0]["kb_per_upload"], "kb_per_download": rs[0]["kb_per_download"],
+                    "mb_uploaded": _mean(mb_up), "mb_broadcast": _mean(mb_down)}
+    return out
+
+
+def _mean(v):
+    return float(np.mean(v)) if v else None
+
+
+def _std(v):
+    return float(np.std(v)) if v else None
+
+
+def table_markdown(rows: dict, paper: dict | None = None) -> str:
+    """Our uploads to target (thousands) and message sizes per row, beside the paper's (labelled)."""
+    lines = ["| row | uploads to target (k, ours) | reached | uploads (k, paper) | kB/upload (ours / paper) | "
+             "kB/download (ours / paper) | MB up | MB broadcast |", "|---|---|---|---|---|---|---|---|"]
+    for key, r in rows.items():
+        u = r["uploads_to_target"]
+        ours = "–" if u["mean"] is None else f"{u['mean']:.2f}" + (f" ± {u['std']:.2f}" if r["reached"] > 1 else "")
+        p = (paper or {}).get(key)
+        kb = PAPER_KB.get(r["method"], ("–", "–"))
+        mb = lambda v: "–" if v is None else f"{v:.1f}"  # noqa: E731
+        lines.append(f"| {key} | {ours} | {r['reached']}/{r['seeds']} | {'–' if p is None else f'{p[0]} ± {p[1]}'} "
+                     f"| {r['kb_per_upload']:.3f} / {kb[0]} | {r['kb_per_download']:.3f} / {kb[1]} "
+                     f"| {mb(r['mb_uploaded'])} | {mb(r['mb_broadcast'])} |")
+    return "\n".join(lines)
+
+
+def paper_reference(experiment: str) -> dict | None:
+    return {"qafel-table1": PAPER_TABLE1, "qafel-table2": PAPER_TABLE2}.get(experiment)
+
+
+def label(method: str) -> str:
+    """A row's legend label (FedBuff here at full precision, as QAFeL's baseline)."""
+    return "FedBuff (float32 both ways)" if method == "fedbuff" else style(method)["label"]
+
+
+def plot_result(result: dict, fig) -> None:
+    """Accuracy against uploads per row (every seed; the dotted line is the target), and uploads and MB to the
+    target per row (mean ± std over the seeds that reached it)."""
+    runs, rows, cfg = result["runs"], result["rows"], result["config"]
+    ax_curve, ax_up, ax_mb = fig.subplots(1, 3, gridspec_kw=dict(width_ratios=[1.3, 1, 1]))
+    shown = set()
+    for r in runs:
+        st = style(r["method"])
+        name = label(r["method"]) + ("" if r["concurrency"] is None else f", concurrency {r['concurrency']}")
+        ax_curve.plot(np.asarray(r["curve"]["uploads"]) / 1000, 100 * np.asarray(r["curve"]["accuracy"]),
+                      color=st["color"], linestyle=st["linestyle"], label=None if name in shown else name, lw=1.2)
+        shown.add(name)
+    ax_curve.axhline(100 * cfg["target"], color="black", linestyle=":", lw=1)
+    ax_curve.set(xlabel="uploads (thousands)", ylabel="validation accuracy (%)",
+                 title=f"accuracy until the target ({100 * cfg['target']:.0f} %, dotted)")
+    ax_curve.legend(fontsize=6)
+    keys = list(rows)
+    x = np.arange(len(keys))
+    colors = [style(rows[k]["method"])["color"] for k in keys]
+    up = [rows[k]["uploads_to_target"]["mean"] or 0 for k in keys]
+    err = [rows[k]["uploads_to_target"]["std"] or 0 for k in keys]
+    ax_up.bar(x, up, yerr=err, color=colors, capsize=2)
+    for i, k in enumerate(keys):
+        if rows[k]["reached"] < rows[k]["seeds"]:
+            ax_up.text(i, up[i], f"{rows[k]['reached']}/{rows[k]['seeds']}", ha="center", va="bottom", fontsize=7)
+    seeds = max(r["seeds"] for r in rows.values())
+    ax_up.set(ylabel="uploads to target (thousands)", title=f"uploads to target ({band_label(seeds)}; "
+              "k/n: seeds that reached it)" if seeds > 1 else "uploads to target (one seed)")
+    w = 0.4
+    ax_mb.bar(x - w / 2, [rows[k]["mb_uploaded"] or 0 for k in keys], w, color=colors, label="uploaded")
+    ax_mb.bar(x + w / 2, [rows[k]["mb_broadcast"] or 0 for k in keys], w, color=colors, hatch="//",
+              alpha=0.6, label="broadcast (hatched)")
+    ax_mb.set(ylabel="MB until the target", title="communication to target (none: not reached)")
+    if any(rows[k]["mb_uploaded"] for k in keys):
+        ax_mb.set_yscale("log")
+    ax_mb.legend(fontsize=7)
+    for ax in (ax_up, ax_mb):
+        ax.set_xticks(x, [k.replace("qafel_", "").replace("nohidden_", "nohid ") for k in keys], rotation=60,
+                      fontsize=7)
+
+
+def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results",
+                   root=None, device="cpu", progress: bool = True, fresh: bool = False, reuse=(),
+                   fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
+                   **overrides) -> list[Path]:
+    """Compute a QAFeL experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png`` (as
+    :func:`afl.repro.favas.run_experiment`: saved as runs end, resumed, reused, fleet or Ray)."""
+    cfg = setting(experiment, quick=quick, **overrides)
+    dev = resolve_device(device)
+    g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
+    done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
+                   fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
+    paper = paper_reference(experiment)
+    result = done.record | {
+        "dataset": done.runs[0]["dataset"], "rows": table(done.runs),
+        "paper": None if paper is None else {k: {"mean": v[0], "std": v[1]} for k, v in paper.items()},
+        "paper_kb": PAPER_KB, "runs": done.runs}
+    paths = write_result(result, Path(out))
+    done.partial.discard()
+    return paths
+
+
+def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
+    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure."""
+    from matplotlib.figure import Figure
+    out = Path(out)
+    name = result["experiment"]
+    paths = [out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"]
+    if write_json:
+        paths[0].write_text(json.dumps(result, indent=1))
+    paths[1].write_text(report(result) + "\n")
+    fig = Figure(figsize=(16, 5))
+    plot_result(result, fig)
+    cfg = result["config"]
+    fig.suptitle(f"{name}{' (QUICK setting)' if result['quick'] else ''} on {result['dataset']}: {cfg['users']} "
+                 f"users, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}, quantizer family {cfg['quantizer']}")
+    fig.tight_layout()
+    fig.savefig(paths[2], dpi=110)
+    return paths
+
+
+def replot(experiment: str, out="results") -> list[Path]:
+    """Rewrite an experiment's markdown and figure from its JSON (nothing is computed)."""
+    check_choice("experiment", experiment, EXPERIMENTS)
+    path = Path(out) / f"{experiment}.json"
+    check(path.is_file(), "out", str(out), f"a folder holding {experiment}.json (run the experiment first)")
+    return write_result(json.loads(path.read_text()), out, write_json=False)
+
+
+def report(result: dict, per_run: bool = True) -> str:
+    """The markdown of a QAFeL result: command, machine, dataset, the table beside the paper's, and per run."""
+    cfg, runs = result["config"], result["runs"]
+    notes = [f"Dataset: **{result['dataset']}**" + (" (the offline substitute for CelebA; the paper's numbers are "
+             "CelebA's and only a reference)" if cfg["dataset"] != "celeba" else "") + "."]
+    if result["quick"]:
+        notes.append("QUICK setting: not comparable with the paper's numbers.")
+    notes.append(f"Target: {100 * cfg['target']:.0f} % validation accuracy ({cfg['validation'] or 'all'} test "
+                 f"images) within {cfg['max_uploads']:,} uploads, checked every {cfg['eval_every']} uploads.")
+    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
+             f"Machine: {result['machine']}; {result['execution']}", "", " ".join(notes), "",
+             table_markdown(result["rows"], paper_reference(result["experiment"]))]
+    if per_run:
+        lines += ["", "| row | concurrency | seed | uploads to target | best acc. (%) | uploads run | wall s |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['method']} | {r['concurrency'] or '–'} | {r['seed']} | {r['uploads_to_target'] or '–'} | "
+                  f"{100 * max(r['curve']['accuracy']):.1f} | {r['uploads']} | {r['wall_seconds']:.0f} |" for r in runs]
+    return "\n".join(lines)
+
+
 def main() -> None:
     """``python -m afl.repro.qafel``: run the probe and print its table (about 10 s on 2 CPU cores)."""
     import time
@@ -116,4 +521,7 @@ if __name__ == "__main__":
 
 
 __all__ = ["PAPER_BYTES", "qafel_shapes", "message_bytes", "relative_errors", "PROBE", "PROBE_SETTING", "probe",
-           "probe_markdown"]
+           "probe_markdown", "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_KB", "TABLE1_METHODS", "TABLE2_METHODS",
+           "FIG3_METHODS", "QafelSetting", "EXPERIMENTS", "setting", "load_task", "user_parts", "compute_run",
+           "run_key", "same_run", "run_grid", "grid", "table", "table_markdown", "plot_result", "run_experiment",
+           "write_result", "replot", "report"]

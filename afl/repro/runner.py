@@ -1,0 +1,147 @@
+"""An experiment's grid of runs, whatever the paper: compute every run (as one fleet, one by one, or as fleets
+on Ray), save each as it ends, resume an interrupted invocation, reuse the same runs from other results, and
+record how and where it all ran.
+
+A paper's module says what its runs are (a :class:`Grid`): their keys in table order, the function that
+computes a list of keys on one machine, and whether a saved run is still the run it would compute now.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from ..errors import RunsFailed, check, check_int
+from ..fleet import DEFAULT_SIZE, run_on_ray
+from ..results import PartialRuns, output_dir, progress_bar, setting_key
+
+
+@dataclass
+class Grid:
+    """The runs of experiment ``name`` under setting ``cfg`` (a dataclass).
+
+    ``work(keys, on_outcome=...)`` computes runs on one machine and returns their :class:`~afl.fleet.Outcome`
+    list (a picklable ``functools.partial`` of a module function, so that Ray can ship it); ``key_of(run)`` is
+    a saved run's key; ``current(run)`` says whether a saved run is still what ``work`` would compute (its
+    method's settings may have changed since). ``selection``: the fields of ``cfg`` that only choose which
+    runs are made (seeds, methods, ...); runs saved under settings equal in all other fields are reusable.
+    """
+
+    name: str
+    cfg: object
+    keys: list[tuple]
+    work: Callable
+    key_of: Callable[[dict], tuple]
+    current: Callable[[dict], bool] = lambda run: True
+    selection: tuple = ("seeds",)
+
+    @property
+    def setting_key(self) -> str:
+        return setting_key(self.cfg, self.selection)
+
+
+def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress: bool = True,
+            fleet: bool = True, ray: str | None = None, device="cpu") -> list[dict]:
+    """Every run of ``grid`` in key order: those in ``done`` as they are, the others computed by ``grid.work``
+    (or by Ray tasks, each running ``grid.work`` on a chunk of keys) and appended to ``partial`` as each ends.
+    A failed run fails alone: the others finish and are saved, then :class:`~afl.errors.RunsFailed` names each
+    failed run with its error."""
+    have = {grid.key_of(r): r for r in done}
+    todo = [k for k in grid.keys if k not in have]
+    bar = progress_bar(len(grid.keys), progress)
+    bar.update(len(grid.keys) - len(todo))
+    bar.set_description("fleet" if fleet else "one by one")
+    failed = []
+
+    def finished(outcome) -> None:
+        if outcome.ok:
+            have[outcome.key] = outcome.value
+            if partial is not None:
+                partial.append(outcome.value)
+        else:
+            failed.append(outcome)
+        bar.update(1)
+
+    if ray is None:
+        grid.work(todo, on_outcome=finished)
+    else:
+        run_on_ray(grid.work, todo, address=ray, num_gpus=1 if torch.device(device).type == "cuda" else 0,
+                   on_done=lambda outcomes: [finished(o) for o in outcomes])
+    bar.close()
+    if failed:
+        raise RunsFailed([(o.key, o.error) for o in failed])
+    return [have[k] for k in grid.keys]
+
+
+def reusable_runs(path, grid: Grid) -> list[dict]:
+    """The runs of another experiment's JSON that ``grid`` would compute exactly so: same setting apart from
+    the selection fields, and each still current."""
+    other = json.loads(Path(path).read_text())
+    if setting_key(other["config"], grid.selection) != grid.setting_key:
+        return []
+    return [r for r in other["runs"] if grid.current(r)]
+
+
+@dataclass
+class Execution:
+    """What :func:`execute` computed and how: the runs in key order, the partial file to discard once the
+    results are written, and the record that goes into the result JSON."""
+
+    runs: list[dict]
+    partial: PartialRuns
+    record: dict
+
+
+def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bool = False, reuse=(),
+            progress: bool = True, fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
+            device="cpu", overrides: dict | None = None) -> Execution:
+    """Compute ``grid`` for ``afl repro`` (``grid.work`` already runs as ``fleet``/``fleet_size`` say; they are
+    recorded here): runs saved in ``OUT/<name>.partial.jsonl`` by an interrupted
+    invocation are resumed (``fresh=True`` discards them first), runs of the JSON results in ``reuse`` are taken
+    where they are the same runs, and the rest is computed (:func:`compute`). Everything is checked before
+    anything is created or computed. ``overrides``: the setting's fields changed from the command line, recorded
+    in the command."""
+    if fleet_size is not None:
+        check_int("fleet_size", fleet_size, 1)
+    reuse = [Path(p) for p in reuse]
+    for p in reuse:
+        check(p.is_file(), "reuse", str(p), "JSON results written by afl repro")
+    out = output_dir(out)
+    partial = PartialRuns(out / f"{grid.name}.partial.jsonl", grid.setting_key)
+    if fresh:
+        partial.discard()
+    resumed = [r for r in partial.load() if grid.current(r)]
+    have = {grid.key_of(r) for r in resumed}
+    reused = [r for p in reuse for r in reusable_runs(p, grid) if grid.key_of(r) not in have]
+    runs = compute(grid, done=resumed + reused, partial=partial, progress=progress, fleet=fleet, ray=ray,
+                   device=device)
+    keys = {grid.key_of(r) for r in runs}
+    how = "one by one" if not fleet else f"as one fleet of at most {fleet_size or DEFAULT_SIZE} live runs"
+    if ray is not None:
+        how = f"as Ray tasks ({ray}), each {'a fleet' if fleet else 'one by one'}"
+    command = ("afl repro " + grid.name + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
+               + "".join(f" --set {k}={v!r}".replace("'", "") for k, v in (overrides or {}).items())
+               + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
+               + (f" --fleet-size {fleet_size}" if fleet_size else "")
+               + ("" if ray is None else " --ray" if ray == "local" else f" --ray {ray}"))
+    record = {"experiment": grid.name, "command": command, "quick": quick, "machine": machine(str(device)),
+              "execution": f"runs computed {how}",
+              "resumed_runs": len({grid.key_of(r) for r in resumed} & keys),
+              "reused_runs": len({grid.key_of(r) for r in reused} & keys),
+              "config": asdict(grid.cfg)}
+    return Execution([{k: v for k, v in r.items() if k != "setting_key"} for r in runs], partial, record)
+
+
+def machine(device: str) -> str:
+    """The machine a result was computed on, in words."""
+    cpu = platform.processor() or platform.machine()
+    return (f"{platform.system()} {cpu}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+            f"{torch.get_num_threads()} threads, device {device}")
+
+
+__all__ = ["Grid", "compute", "reusable_runs", "Execution", "execute", "machine"]

@@ -1,0 +1,131 @@
+"""QAFeL reproduction pipeline: the rows' message sizes (the paper's, to the byte), uploads to target, the
+stop at the target, the JSON/markdown/figure and resuming, on a tiny synthetic federation."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from afl.algorithms import make_federation, run_algorithm
+from afl.compress import make_quantizer
+from afl.data import make_synthetic
+from afl.errors import ParameterError
+from afl.repro import qafel as qr
+
+TINY = dict(users=24, max_size=8, validation=None, max_uploads=120, eval_every=20, seeds=1, lr=0.05,
+            server_lr=1.0, batch=8)
+
+
+def synthetic(cfg):
+    return make_synthetic(300, 60, shape=(3, 32, 32), num_classes=2, seed=0, noise=3.0)
+
+
+@pytest.mark.parametrize("experiment", ["qafel-table1", "qafel-table2"])
+def test_every_row_sends_the_papers_bytes(experiment):
+    """kB/upload and kB/download of every Table 1 and Table 2 row on the QAFeL model, as the paper prints them."""
+    cfg = qr.setting(experiment, quick=False)
+    shapes = qr.qafel_shapes()
+    d = sum(math.prod(s) for s in shapes)
+    for method in cfg.methods:
+        if method.startswith("nohidden"):
+            continue
+        _, kw = cfg.run_kwargs(method)
+        up, down = (make_quantizer(kw.get(k, "identity"), shapes=shapes).bits(d) / 8000
+                    for k in ("client_quantizer", "server_quantizer"))
+        assert (round(up, 3), round(down, 3)) == qr.PAPER_KB[method], method
+
+
+def test_settings_follow_the_paper():
+    cfg = qr.setting("qafel-table1", quick=False)
+    algorithm, kw = cfg.run_kwargs("qafel_c4_s2")
+    assert algorithm == "qafel" and kw["client_quantizer"] == "scalar:4" and kw["server_quantizer"] == "scalar:2"
+    assert (kw["lr"], kw["server_lr"], kw["server_momentum"], kw["Z"], kw["K"]) == (4.7e-6, 1000.0, 0.3, 10, 1)
+    assert (kw["reducer"], kw["staleness"], kw["arrival_rate"], kw["server_time"]) == ("sum", "none", 100.0, 0.0)
+    assert cfg.run_kwargs("nohidden_c2_s2")[1]["hidden_state"] is False
+    assert cfg.run_kwargs("fedbuff")[0] == "fedbuff"
+    fig3 = qr.setting("qafel-fig3", quick=False)
+    assert [round(fig3.arrival_rate(c)) for c in fig3.concurrencies] == [125, 627, 1253]    # App. D
+    assert fig3.run_kwargs("qafel_c4_s4", 500)[1]["staleness"] == "sqrt"
+    assert qr.setting("qafel-table1", quantizer="qsgd").run_kwargs("qafel_c8_s2")[1]["client_quantizer"] == "qsgd:8"
+    assert qr.setting("qafel-table2").run_kwargs("qafel_c2_stopk")[1]["server_quantizer"] == "topk-mask:0.1"
+
+
+@pytest.mark.parametrize("overrides, name", [
+    (dict(methods=("qafel_c3_s4",)), "methods"),
+    (dict(methods=("fedavg",)), "methods"),
+    (dict(quantizer="lattice"), "quantizer"),
+    (dict(dataset="mnist"), "dataset"),
+    (dict(concurrencies=(5000,)), "concurrencies"),
+    (dict(target=1.5), "target"),
+    (dict(eval_every=0), "eval_every"),
+])
+def test_bad_settings_name_the_parameter(overrides, name):
+    with pytest.raises(ParameterError, match=rf"^{name}="):
+        qr.setting("qafel-table1", **overrides)
+
+
+def test_substitute_users_are_leaf_like_and_disjoint():
+    cfg = qr.setting("qafel-table1", quick=True, **TINY)
+    data = synthetic(cfg)
+    parts = qr.user_parts(cfg, data, seed=3)
+    sizes = [len(p) for p in parts]
+    assert len(parts) == 24 and min(sizes) >= 1 and max(sizes) <= 8
+    flat = np.concatenate([p.numpy() for p in parts])
+    assert len(np.unique(flat)) == len(flat)
+    assert [len(p) for p in qr.user_parts(cfg, data, seed=3)] == sizes          # seeded
+
+
+def test_a_target_stops_the_run_where_the_full_run_first_reaches_it():
+    data = make_synthetic(300, 60, shape=(1, 8, 8), num_classes=2, seed=0, noise=2.0)
+    kw = dict(total_time=30.0, eval_every=1.0, K=1, lr=0.05, Z=4, arrival_rate=10.0, server_time=0.0)
+
+    def run(target=None):
+        fed = make_federation(data, "mlp32", 20, "iid", batch_size=8, seed=1, model_kw=dict(in_features=64))
+        return run_algorithm("fedbuff", fed, target=target, **kw)
+
+    full = run()
+    acc = full["curve"]["accuracy"]
+    target = float(np.quantile(acc, 0.6))
+    first = next(i for i, a in enumerate(acc) if a >= target)
+    stopped = run(target)
+    assert stopped["target_reached_at"] == full["curve"]["time"][first]
+    assert stopped["curve"]["accuracy"][-1] == acc[first] and stopped["curve"]["time"][-1] == full["curve"]["time"][first]
+    assert stopped["curve"]["uploads"] == full["curve"]["uploads"][:first + 1]
+    assert stopped["uploads"] < full["uploads"] and full["target_reached_at"] is None
+
+
+def test_runs_table_and_uploads_to_target():
+    cfg = qr.setting("qafel-table1", quick=True, methods=("fedbuff", "qafel_c4_s4", "nohidden_c2_s2"), target=0.99,
+                     **TINY)
+    data = synthetic(cfg)
+    runs = [qr.compute_run(cfg, m, None, 0, dataset=data) for m in cfg.methods]
+    easy = qr.compute_run(qr.setting("qafel-table1", quick=True, target=0.01, **TINY), "fedbuff", None, 0,
+                          dataset=data)
+    json.dumps(runs)
+    assert easy["uploads_to_target"] == 0 and easy["uploads"] == 0          # the initial model is already there
+    for r in runs:
+        assert r["uploads_to_target"] is None and r["curve"]["uploads"][-1] <= 120
+        assert r["dataset"] == "synthetic" and r["concurrency"] is None
+    rows = qr.table(runs + [dict(easy, method="qafel_c8_s8")])
+    assert rows["fedbuff"]["reached"] == 0 and rows["fedbuff"]["uploads_to_target"]["mean"] is None
+    assert rows["qafel_c8_s8"]["uploads_to_target"] == {"mean": 0.0, "std": 0.0, "per_seed": [0.0]}
+    assert rows["qafel_c4_s4"]["kb_per_upload"] < rows["fedbuff"]["kb_per_upload"]
+    md = qr.table_markdown(rows, qr.PAPER_TABLE1)
+    assert "| fedbuff | – | 0/1 | 26.1 ± 6.7 |" in md
+
+
+def test_run_experiment_writes_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setattr(qr, "load_task", lambda cfg, root=None, device="cpu": synthetic(cfg))
+    kw = dict(quick=True, out=tmp_path, progress=False, methods=("fedbuff", "qafel_c4_s4"), target=0.99, **TINY)
+    paths = qr.run_experiment("qafel-table1", **kw)
+    assert [p.name for p in paths] == ["qafel-table1.json", "qafel-table1.md", "qafel-table1.png"]
+    result = json.loads(paths[0].read_text())
+    assert set(result["rows"]) == {"fedbuff", "qafel_c4_s4"} and result["dataset"] == "synthetic"
+    assert {"uploads_to_target", "kb_per_upload", "kb_per_download"} <= set(result["rows"]["fedbuff"])
+    assert "synthetic" in paths[1].read_text() and "QUICK" in paths[1].read_text()
+    partial = tmp_path / "qafel-table1.partial.jsonl"                 # an interrupted invocation saved one run
+    partial.write_text(json.dumps(result["runs"][0] | {"setting_key": qr.grid(
+        qr.setting("qafel-table1", **{k: v for k, v in kw.items() if k not in ("out", "progress")}),
+        name="qafel-table1").setting_key}) + "\n")
+    again = json.loads(qr.run_experiment("qafel-table1", **kw)[0].read_text())
+    assert again["resumed_runs"] == 1 and again["rows"] == result["rows"]
