@@ -110,7 +110,8 @@ def _repro(args) -> None:
 
 
 def _override(text: str) -> tuple[str, object]:
-    """``"target=0.8"`` -> ``("target", 0.8)``: the value as a Python literal (numbers, None, tuples), else text."""
+    """``"target=0.8"`` -> ``("target", 0.8)``: the value as a Python literal (numbers, None, tuples); else a
+    comma-separated list as a tuple of words (``methods=fedbuff,qafel_c4_s4``), else the text itself."""
     import ast
     from .errors import ParameterError
     field, sep, value = text.partition("=")
@@ -119,6 +120,8 @@ def _override(text: str) -> tuple[str, object]:
     try:
         return field.strip(), ast.literal_eval(value.strip())
     except (ValueError, SyntaxError):
+        if "," in value:
+            return field.strip(), tuple(w.strip() for w in value.split(",") if w.strip())
         return field.strip(), value.strip()
 
 

@@ -193,10 +193,14 @@ def test_reuse_takes_identical_runs_and_replot_computes_nothing(tiny_experiment,
 
 def test_set_changes_the_setting_and_is_recorded_in_the_command(tiny_experiment, tmp_path):
     out = tmp_path / "r"
-    assert main(["repro", "favas-table2", "--out", str(out), "--set", "total_time=20.0", "--set", "K=2"]) == 0
+    argv = ["repro", "favas-table2", "--out", str(out), "--set", "total_time=20.0", "--set", "K=2", "--set",
+            "methods=fedavg,favas"]
+    assert main(argv) == 0
     result = json.loads((out / "favas-table2.json").read_text())
     assert result["config"]["total_time"] == 20.0 and result["config"]["K"] == 2
-    assert result["command"] == "afl repro favas-table2 --set total_time=20.0 --set K=2"
+    assert result["command"] == "afl repro favas-table2 --set total_time=20.0 --set K=2 --set methods=fedavg,favas"
+    assert main(result["command"].split()[1:] + ["--out", str(tmp_path / "again")]) == 0      # the same command
+    assert json.loads((tmp_path / "again" / "favas-table2.json").read_text())["rows"] == result["rows"]
 
 
 def test_a_changed_method_definition_is_not_reused(tiny_experiment, tmp_path):

@@ -381,7 +381,7 @@ def table_markdown(rows: dict, paper: dict | None = None) -> str:
         u = r["uploads_to_target"]
         ours = "–" if u["mean"] is None else f"{u['mean']:.2f}" + (f" ± {u['std']:.2f}" if r["reached"] > 1 else "")
         p = (paper or {}).get(key)
-        kb = PAPER_KB.get(r["method"], ("–", "–"))
+        kb = [f"{v:.3f}" for v in PAPER_KB[r["method"]]] if r["method"] in PAPER_KB else ["–", "–"]
         mb = lambda v: "–" if v is None else f"{v:.1f}"  # noqa: E731
         lines.append(f"| {key} | {ours} | {r['reached']}/{r['seeds']} | {'–' if p is None else f'{p[0]} ± {p[1]}'} "
                      f"| {r['kb_per_upload']:.3f} / {kb[0]} | {r['kb_per_download']:.3f} / {kb[1]} "

@@ -125,7 +125,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     if ray is not None:
         how = f"as Ray tasks ({ray}), each {'a fleet' if fleet else 'one by one'}"
     command = ("afl repro " + grid.name + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
-               + "".join(f" --set {k}={v!r}".replace("'", "") for k, v in (overrides or {}).items())
+               + "".join(f" --set {k}={_text(v)}" for k, v in (overrides or {}).items())
                + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
                + (f" --fleet-size {fleet_size}" if fleet_size else "")
                + ("" if ray is None else " --ray" if ray == "local" else f" --ray {ray}"))
@@ -135,6 +135,11 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
               "reused_runs": len({grid.key_of(r) for r in reused} & keys),
               "config": asdict(grid.cfg)}
     return Execution([{k: v for k, v in r.items() if k != "setting_key"} for r in runs], partial, record)
+
+
+def _text(value) -> str:
+    """A setting's value as ``afl repro --set`` reads it back: tuples comma-separated, the rest as printed."""
+    return ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
 
 
 def machine(device: str) -> str:
