@@ -8,6 +8,8 @@ already knows (``d``, the model's parameter shapes, its own key vector) is not s
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,6 +85,23 @@ class BitReader:
 def index_bits(d: int) -> int:
     """Bits of one coordinate index in ``[0, d)``: ``ceil(log2 d)`` (at least 1)."""
     return max(1, (int(d) - 1).bit_length())
+
+
+class PerTensor:
+    """A quantizer that works tensor by tensor: it needs the model's parameter ``shapes`` (in the order of the
+    flat vector) and messages of exactly their total size."""
+
+    def _set_shapes(self, shapes, why: str) -> None:
+        if shapes is None:
+            raise ParameterError("shapes", None, f"the model's parameter shapes ({why}): make_quantizer(spec, "
+                                 "shapes=model shapes)")
+        self.shapes = tuple(tuple(int(n) for n in s) for s in shapes)
+        self.numels = [math.prod(s) for s in self.shapes]
+
+    def _check_d(self, d: int) -> int:
+        d = dim(d)
+        check(d == sum(self.numels), "d", d, f"{sum(self.numels)}, the size of the shapes given")
+        return d
 
 
 class Quantizer:

@@ -14,14 +14,13 @@
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from ..errors import ParameterError, check, check_int
-from .base import FLOAT_BITS, Encoded, Quantizer, Seeded, dim
+from ..errors import check_int
+from .base import FLOAT_BITS, Encoded, PerTensor, Quantizer, Seeded, dim
 
 CHANNEL_BITS = (1, 8)       # FLSim's ScalarQuantizationChannel: 1 to 8 bits (quint8 codes)
 SR_BITS = (1, 24)
@@ -60,7 +59,7 @@ class Identity(Quantizer):
         return "identity"
 
 
-class ScalarChannel(Quantizer):
+class ScalarChannel(PerTensor, Quantizer):
     """FLSim's per-tensor affine min-max channel (QAFeL's code): ``bits`` bits per weight of every tensor with
     ``ndim > 1`` among ``shapes`` (the model's parameter shapes, in the order of the flat vector), the rest in
     float32. Deterministic and biased; ``decode`` returns ``(code - zero_point) * scale`` per tensor."""
@@ -69,20 +68,11 @@ class ScalarChannel(Quantizer):
 
     def __init__(self, bits: int, shapes=None):
         self.b = check_int("bits", bits, *CHANNEL_BITS, hint="FLSim's channel sends quint8 codes")
-        if shapes is None:
-            raise ParameterError("shapes", None, "the model's parameter shapes (the channel quantizes each tensor "
-                                 "with ndim > 1 on its own): make_quantizer(spec, shapes=model shapes)")
-        self.shapes = tuple(tuple(int(n) for n in s) for s in shapes)
-        self.numels = [math.prod(s) for s in self.shapes]
+        self._set_shapes(shapes, "the channel quantizes each tensor with ndim > 1 on its own")
         self.quantized = [len(s) > 1 for s in self.shapes]
         self.q_sizes = [n for n, q in zip(self.numels, self.quantized) if q]        # quantized tensors' sizes
         self.f_sizes = [n for n, q in zip(self.numels, self.quantized) if not q]    # float32 tensors' sizes
         self.qmax = 2 ** self.b - 1
-
-    def _check_d(self, d: int) -> int:
-        d = dim(d)
-        check(d == sum(self.numels), "d", d, f"{sum(self.numels)}, the size of the shapes given")
-        return d
 
     def bits(self, d: int) -> int:
         self._check_d(d)

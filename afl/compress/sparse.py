@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..errors import ParameterError, check, check_int, check_real
-from .base import FLOAT_BITS, Encoded, Quantizer, Seeded, dim, index_bits
+from ..errors import check_int, check_real
+from .base import FLOAT_BITS, Encoded, PerTensor, Quantizer, Seeded, dim, index_bits
 
 
 class _Sparse(Quantizer):
@@ -114,7 +114,7 @@ class RandK(Seeded, _Sparse):
                 + (f":seed={self.seed}" if self.seed else ""))
 
 
-class MaskedTopK(_Sparse):
+class MaskedTopK(PerTensor, _Sparse):
     """Per-tensor top-k with a bitmask (FLSim's sparse mask channel, QAFeL's code): biased; within each tensor
     the error is at most ``1 - k_t / numel_t`` of its squared norm."""
 
@@ -122,18 +122,9 @@ class MaskedTopK(_Sparse):
 
     def __init__(self, fraction: float, shapes=None):
         super().__init__(fraction)
-        if shapes is None:
-            raise ParameterError("shapes", None, "the model's parameter shapes (the mask keeps the top coordinates "
-                                 "of each tensor): make_quantizer(spec, shapes=model shapes)")
-        self.shapes = tuple(tuple(int(n) for n in s) for s in shapes)
-        self.numels = [math.prod(s) for s in self.shapes]
+        self._set_shapes(shapes, "the mask keeps the top coordinates of each tensor")
         # FLSim: the int(p numel) smallest of every tensor are zeroed, p = 1 - fraction the proportion of zeros
         self.kept = [n - int((1.0 - self.fraction) * n + 1e-9) for n in self.numels]
-
-    def _check_d(self, d: int) -> int:
-        d = dim(d)
-        check(d == sum(self.numels), "d", d, f"{sum(self.numels)}, the size of the shapes given")
-        return d
 
     def k(self, d: int) -> int:
         self._check_d(d)

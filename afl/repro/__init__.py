@@ -1,7 +1,10 @@
 """Paper reproductions: each paper's experiments as settings (quick and paper scale) plus compute/plot functions."""
 from __future__ import annotations
 
-from ..errors import check_choice
+import json
+from pathlib import Path
+
+from ..errors import check, check_choice
 from . import favas, qafel
 
 #: experiment name -> module that computes it
@@ -17,7 +20,9 @@ def run_experiment(name: str, **kwargs):
 def replot(name: str, out="results"):
     """Rewrite experiment ``name``'s markdown and figure from its JSON in ``out``, computing nothing."""
     check_choice("experiment", name, EXPERIMENTS)
-    return EXPERIMENTS[name].replot(name, out)
+    path = Path(out) / f"{name}.json"
+    check(path.is_file(), "out", str(out), f"a folder holding {name}.json (run the experiment first)")
+    return EXPERIMENTS[name].write_result(json.loads(path.read_text()), out, write_json=False)
 
 
 def report(result: dict, per_run: bool = True) -> str:

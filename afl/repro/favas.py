@@ -33,7 +33,7 @@ import numpy as np
 from ..algorithms import get as get_algorithm, make_federation, run_algorithm
 from ..compress import Quantizer
 from ..data import load_dataset
-from ..errors import check, check_choice, check_int, check_real
+from ..errors import check_choice, check_int, check_real
 from ..fleet import Outcome, run_fleet, run_one_by_one
 from ..plots import style
 from ..results import PartialRuns
@@ -378,14 +378,6 @@ def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
     return paths
 
 
-def replot(experiment: str, out="results") -> list[Path]:
-    """Rewrite an experiment's markdown and figure from its ``OUT/<experiment>.json`` (nothing is computed)."""
-    check_choice("experiment", experiment, EXPERIMENTS)
-    path = Path(out) / f"{experiment}.json"
-    check(path.is_file(), "out", str(out), f"a folder holding {experiment}.json (run the experiment first)")
-    return write_result(json.loads(path.read_text()), out, write_json=False)
-
-
 def report(result: dict, per_run: bool = True) -> str:
     """The markdown of an experiment's result: command, machine, the table, and (``per_run``) one line per
     run with its costs."""
@@ -415,4 +407,4 @@ def report(result: dict, per_run: bool = True) -> str:
 
 __all__ = ["METHODS", "Method", "SPLITS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting", "compute_run",
            "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy",
-           "plot_variance", "grid", "same_run", "run_experiment", "write_result", "replot", "report"]
+           "plot_variance", "grid", "same_run", "run_experiment", "write_result", "report"]

@@ -479,14 +479,6 @@ def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
     return paths
 
 
-def replot(experiment: str, out="results") -> list[Path]:
-    """Rewrite an experiment's markdown and figure from its JSON (nothing is computed)."""
-    check_choice("experiment", experiment, EXPERIMENTS)
-    path = Path(out) / f"{experiment}.json"
-    check(path.is_file(), "out", str(out), f"a folder holding {experiment}.json (run the experiment first)")
-    return write_result(json.loads(path.read_text()), out, write_json=False)
-
-
 def report(result: dict, per_run: bool = True) -> str:
     """The markdown of a QAFeL result: command, machine, dataset, the table beside the paper's, and per run."""
     cfg, runs = result["config"], result["runs"]
@@ -524,4 +516,4 @@ __all__ = ["PAPER_BYTES", "qafel_shapes", "message_bytes", "relative_errors", "P
            "probe_markdown", "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_KB", "TABLE1_METHODS", "TABLE2_METHODS",
            "FIG3_METHODS", "QafelSetting", "EXPERIMENTS", "setting", "load_task", "user_parts", "compute_run",
            "run_key", "same_run", "run_grid", "grid", "table", "table_markdown", "plot_result", "run_experiment",
-           "write_result", "replot", "report"]
+           "write_result", "report"]
