@@ -3,6 +3,7 @@
 The federations are float64 (tests/reference.py), so that the bigger batched kernels of a fleet round no
 ReLU differently from the one-by-one runs and the curves agree to 1e-9.
 """
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -122,6 +123,8 @@ def test_chunks_cover_items_in_order():
 
 def test_ray_fleets_equal_the_local_fleet():
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'afl[ray]' runs this test")
+    if not os.environ.get("AFL_DATA"):
+        pytest.skip("AFL_DATA is not set: needs the MNIST mirror (each Ray task loads it on its worker)")
     from afl.repro import favas as fr
     cfg = fr.setting("favas-table2", quick=True, n=8, s=2, Z=2, K=3, batch=8, total_time=40.0, eval_every=20.0,
                      methods=("fedavg", "fedbuff", "favas"), splits=("iid", "noniid_2of3_fast"))
