@@ -34,6 +34,10 @@ class Correction(Protocol):
     direction ``d`` (gradient plus weight decay), their start parameters ``w0`` and ``state``, a dict
     of ``(k, P)`` views of per-client tensors submitted with the jobs. Returns the direction to step
     along; may update ``state`` tensors in place (the views write through to the jobs' state).
+
+    A hook with a ``gradient_at`` attribute naming a state entry also receives, as
+    ``state["gradient_at"]``, the gradient (without weight decay) of the parameters held there on the same
+    mini-batch: MIME's ``g_i(x; zeta)`` at the server model (Karimireddy et al. 2021, eq. (4)).
     """
 
     def __call__(self, t: int, w: Tensor, d: Tensor, w0: Tensor, state: dict[str, Tensor]) -> Tensor: ...
@@ -131,7 +135,8 @@ class LocalSGD:
                           self.augment, loss, self.strategy.name, self.dtype, str(device))
 
     # -- one chunk ---------------------------------------------------------------------------------
-    def _batch(self, idx: Tensor, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
+    def _batch(self, idx: Tensor, generator: torch.Generator | None, augment: bool | None = None
+               ) -> tuple[Tensor, Tensor]:
         """Inputs ``(k, B, ...)`` and labels ``(k, B)`` for dataset indices ``idx`` ``(k, B)``, or for
         (index, augmentation bits) pairs ``(k, B, 2)``; without bits, augmentation draws from ``generator``."""
         bits = None
@@ -140,7 +145,7 @@ class LocalSGD:
         flat = idx.reshape(-1)
         rows = self._train_rows.index_select(0, flat)    # 2-D gathers are ~2x faster than N-D ones
         x = self.dataset.inputs(rows.view(len(flat), *self.dataset.train_x.shape[1:]))
-        if self.augment:
+        if self.augment if augment is None else augment:
             bits = augment_noise(len(flat), generator) if bits is None else bits.reshape(-1)
             x = self.dataset.apply_augment(x, bits)
         y = self.dataset.train_y.index_select(0, flat)
@@ -171,8 +176,13 @@ class LocalSGD:
                     g.addcmul_(p, wd[:k].view(-1, *[1] * (p.dim() - 1)))
             if hook is not None:
                 flat_w = torch.cat([p.reshape(k, -1) for p in active], dim=1)
-                d = hook(t, flat_w, torch.cat([g.reshape(k, -1) for g in grads], dim=1), w[:k],
-                         {name: s[:k] for name, s in state.items()})
+                views = {name: s[:k] for name, s in state.items()}
+                at = getattr(hook, "gradient_at", None)
+                if at is not None:
+                    reference = [v.contiguous() for v in self.model.views(views[at]).values()]
+                    views["gradient_at"] = torch.cat([g.reshape(k, -1) for g in
+                                                      self.strategy.gradient(reference, x, y)], dim=1)
+                d = hook(t, flat_w, torch.cat([g.reshape(k, -1) for g in grads], dim=1), w[:k], views)
                 grads = list(self.model.views(d).values())
             for g, p in zip(grads, active):
                 if same_lr is not None:
@@ -220,6 +230,32 @@ class LocalSGD:
                 steps[sel].tolist(), lr[sel_dev], None if wd is None else wd[sel_dev], hook, chunk_state, generator)
             for n, s in state.items():
                 s[sel_dev] = chunk_state[n]
+        return out
+
+    @torch.no_grad()
+    def full_gradient(self, params: Tensor, parts: list[Tensor]) -> Tensor:
+        """Each client's full-batch gradient: the mean-loss gradient of model ``params[c]`` over all of client
+        c's training samples ``parts[c]``, without augmentation or weight decay (MIME's ``nabla f_i(x)``,
+        Karimireddy et al. 2021). ``(C, P)``; computed in chunks of ``batch_size`` samples, clients whose chunks
+        have equal sizes together."""
+        C, P = params.shape
+        check(P == self.model.size and len(parts) == C, "params", tuple(params.shape),
+              f"(len(parts) = {len(parts)}, {self.model.size})")
+        sizes = torch.tensor([len(p) for p in parts])
+        check(bool((sizes > 0).all()), "parts", sizes.tolist(), "non-empty index sets")
+        out = torch.zeros_like(params)
+        for lo in range(0, int(sizes.max()), self.batch_size):
+            take = (sizes - lo).clamp(0, self.batch_size)
+            for size in take.unique().tolist():
+                if size == 0:
+                    continue
+                for sel in torch.nonzero(take == size).flatten().split(self.chunk):
+                    idx = torch.stack([torch.as_tensor(parts[c])[lo:lo + size] for c in sel.tolist()])
+                    x, y = self._batch(idx.to(self.device), None, augment=False)
+                    sel_dev = sel.to(self.device)
+                    views = [v.contiguous() for v in self.model.views(params.index_select(0, sel_dev)).values()]
+                    grads = torch.cat([g.reshape(len(sel), -1) for g in self.strategy.gradient(views, x, y)], 1)
+                    out[sel_dev] += grads * (size / sizes[sel].to(params)).view(-1, 1)
         return out
 
     def _per_client(self, value, C: int, name: str) -> Tensor:

@@ -18,7 +18,9 @@ def test_models_prints_parameter_counts(capsys):
 def test_algorithms_lists_every_registered_algorithm_with_its_defaults(capsys):
     assert main(["algorithms", "--json"]) == 0
     rows = {r["name"]: r["settings"] for r in json.loads(capsys.readouterr().out)}
-    assert set(rows) == {"fedavg", "quafl", "fedbuff", "favas", "qafel"}
+    from afl.algorithms import REGISTRY
+    assert set(rows) == set(REGISTRY) and {"fedavg", "favas", "qafel", "ghbm", "fedhbm", "mimemom"} <= set(rows)
+    assert rows["ghbm"]["tau"] == 10 and rows["fedhbm"]["beta"] == 1.0
     assert rows["qafel"]["client_quantizer"] == "qsgd:4" and rows["qafel"]["hidden_state"] is True
     assert rows["fedbuff"]["Z"] == 10 and rows["fedbuff"]["concurrency"] is None
     assert rows["favas"]["reweighting"] == "literal"

@@ -17,7 +17,8 @@ from ..jobs import JobQueue
 from ..models import build_model
 from ..sim.speeds import SpeedProfile, two_speed
 from ..streams import ClientStreams
-from . import fedavg, fedbuff, favas, qafel, quafl  # noqa: F401  (each registers its algorithm)
+from . import (feddyn, favas, fedavg, fedbuff, fedcm, fedprox, ghbm, mime, qafel,  # noqa: F401
+               quafl, scaffold)  # each registers its algorithms
 from .base import Federation, History, Learner, Settings, TargetReached
 from .registry import REGISTRY, get, register
 from .state import ClientState

@@ -151,6 +151,7 @@ class Settings:
 class Learner:
     """Model-side half of an algorithm, driven by a protocol of :mod:`afl.sim.schedule`.
 
+    ``on_round(t, clients)``: (synchronous protocols) a round of ``clients`` begins at t.
     ``on_start(client, t)``: the client (re)starts local training at simulated time t.
     ``on_server_step(t, contacts)``: the server takes the contacted clients' updates at t.
     ``self.clients``: the :class:`ClientState` store of per-client tensors that live across rounds.
@@ -162,6 +163,9 @@ class Learner:
         self.queue = fed.queue
         self.w = fed.init.clone()
         self.clients = ClientState(fed.n, self.w)
+
+    def on_round(self, t: float, clients: list[int]) -> None:
+        """Synchronous protocols: ``clients`` are about to start a round at ``t`` (before their ``on_start``)."""
 
     def on_start(self, client: int, t: float) -> None:
         raise NotImplementedError
@@ -177,13 +181,17 @@ class Learner:
         """Bytes of one model on the wire (uploads and downloads alike)."""
         return self.fed.model_bytes
 
-    def count(self, contacts: list[Contact], uploads: int | None = None, downloads: int | None = None) -> None:
+    def count(self, contacts: list[Contact], uploads: int | None = None, downloads: int | None = None,
+              up_messages: int = 1, down_messages: int = 1) -> None:
+        """Count a server step: its clients' steps, ``uploads`` (default: one per contact) and ``downloads``,
+        each of ``up_messages`` / ``down_messages`` model-sized messages (SCAFFOLD: 2 each way)."""
         c = self.history.counters
+        uploads = len(contacts) if uploads is None else uploads
         c["server_steps"] += 1
         c["client_steps"] += sum(x.steps for x in contacts)
-        c["uploads"] += len(contacts) if uploads is None else uploads
-        c["bytes_up"] += (len(contacts) if uploads is None else uploads) * self.message_bytes()
-        c["bytes_down"] += (len(contacts) if downloads is None else downloads) * self.message_bytes()
+        c["uploads"] += uploads
+        c["bytes_up"] += uploads * up_messages * self.message_bytes()
+        c["bytes_down"] += (len(contacts) if downloads is None else downloads) * down_messages * self.message_bytes()
 
 
 def model_variance(server: Tensor, clients: Tensor) -> float:

@@ -14,7 +14,7 @@ from typing import Callable
 from ..errors import ParameterError, check_choice
 from ..sim.arrivals import make_arrivals
 from ..sim.schedule import (ScheduleResult, simulate_arrival_schedule, simulate_async_schedule,
-                            simulate_buffered_schedule, simulate_sync_schedule)
+                            simulate_buffered_schedule, simulate_rounds, simulate_sync_schedule)
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,11 @@ def buffered(fed, cfg, learner, t_end: float) -> ScheduleResult:
 
 
 def synchronous(fed, cfg, learner, t_end: float) -> ScheduleResult:
-    """Rounds of ``cfg.s`` uniform clients, each ending with its slowest client (FedAvg)."""
+    """Rounds of ``cfg.s`` clients: unit-time rounds, uniform or cyclic (``cfg.timing == "rounds"``, GHBM), or
+    rounds that end with their slowest client plus ``cfg.server_time`` (``"slowest"``, FAVAS's FedAvg)."""
+    if cfg.timing == "rounds":
+        return simulate_rounds(fed.profile, cfg.K, cfg.s, t_end, seed=fed.seed, sampling=cfg.sampling,
+                               learner=learner)
     return simulate_sync_schedule(fed.profile, K=cfg.K, s=cfg.s, t_end=t_end, seed=fed.seed,
                                   server_time=cfg.server_time, learner=learner)
 

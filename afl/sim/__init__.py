@@ -8,8 +8,9 @@ from afl.sim.distributions import (Constant, Exponential, HalfNormal, LogNormal,
                                    make_distribution)
 from afl.sim.plot import plot_class_shares, plot_step_time_cdfs, plot_steps_histogram, plot_timeline
 from afl.sim.queues import FCFSQueues
-from afl.sim.schedule import (ClientClock, Contact, ScheduleResult, simulate_async_schedule,
-                              simulate_arrival_schedule, simulate_buffered_schedule, simulate_sync_schedule)
+from afl.sim.schedule import (SAMPLINGS, ClientClock, Contact, RoundSampler, ScheduleResult, simulate_async_schedule,
+                              simulate_arrival_schedule, simulate_buffered_schedule, simulate_rounds,
+                              simulate_sync_schedule)
 from afl.sim.speeds import FEDAST_MODEL_COSTS, SpeedProfile, class_counts, three_speed, two_speed
 from afl.sim.timeline import Flush, Interval, Timeline
 
@@ -22,7 +23,7 @@ __all__ = [
     "FCFSQueues",
     "ClientClock", "Contact", "ScheduleResult", "simulate_async_schedule", "simulate_buffered_schedule",
     "simulate_arrival_schedule",
-    "simulate_sync_schedule",
+    "simulate_sync_schedule", "simulate_rounds", "RoundSampler", "SAMPLINGS",
     "FEDAST_MODEL_COSTS", "SpeedProfile", "class_counts", "three_speed", "two_speed",
     "Flush", "Interval", "Timeline",
 ]

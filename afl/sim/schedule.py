@@ -12,7 +12,9 @@ policies drive it:
   the new model;
 - :func:`simulate_sync_schedule` -- FedAvg: ``s`` clients run ``K`` steps each, the round ends with the slowest;
 - :func:`simulate_arrival_schedule` -- FedBuff / QAFeL as their FLSim code runs them: clients arrive at a rate, each
-  trains ``K`` steps and delivers; the server steps when ``Z`` updates are buffered.
+  trains ``K`` steps and delivers; the server steps when ``Z`` updates are buffered;
+- :func:`simulate_rounds` -- GHBM's synchronous rounds, each one unit of simulated time: ``s`` clients, sampled
+  uniformly without replacement or cyclically, each run ``K`` steps (speeds play no part).
 
 Conventions: the first server contact is at ``server_interval`` (QuAFL's contact at time 0 collects nothing); a
 step ending exactly at a contact counts as finished; the step in progress at a contact is lost ("interrupted").
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from afl.errors import ParameterError, check_int, check_real
+from afl.sim._rng import generator
 from afl.sim.arrivals import ArrivalProcess
 from afl.sim.clock import Event, EventQueue
 from afl.sim.speeds import SpeedProfile
@@ -337,6 +340,8 @@ def simulate_sync_schedule(profile: SpeedProfile, K: int, s: int, t_end: float, 
     def new_round(t):
         chosen[:] = [int(c) for c in clock.queue.rng.choice(n, size=s, replace=False)]
         waiting.update(chosen)
+        if learner is not None:
+            learner.on_round(t, list(chosen))
         for c in chosen:
             clock.start(c, t)
 
@@ -352,3 +357,60 @@ def simulate_sync_schedule(profile: SpeedProfile, K: int, s: int, t_end: float, 
     new_round(0.0)
     clock.run(t_end, on_done=on_done, on_server=on_server)
     return clock.result("sync", s=s, t_end=t_end, seed=seed, server_time=server_time)
+
+
+SAMPLINGS = ("uniform", "cyclic")
+
+
+class RoundSampler:
+    """Who takes part in round r (GHBM, Zaccone et al. 2024, Sec. 5 and App. C.9).
+
+    ``"uniform"``: ``s`` of the ``n`` clients, uniformly without replacement, afresh every round.
+    ``"cyclic"``: the clients, shuffled once, are cut into ``n / s`` groups taken in turn (Assumption 4.3):
+    every client then takes part exactly every ``n / s`` rounds.
+    """
+
+    def __init__(self, n: int, s: int, sampling: str = "uniform", seed=0):
+        if sampling not in SAMPLINGS:
+            raise ParameterError("sampling", sampling, f"one of {', '.join(SAMPLINGS)}")
+        self.n, self.s = check_int("n", n, 1), check_int("s", s, 1, n, hint="n, the number of clients")
+        if sampling == "cyclic" and n % s:
+            raise ParameterError("s", s, f"a divisor of n = {n} for cyclic sampling (n / s groups of s clients)")
+        self.sampling = sampling
+        self.rng = generator(seed)
+        self.order = self.rng.permutation(n)
+
+    def __call__(self, r: int) -> list[int]:
+        if self.sampling == "cyclic":
+            g = r % (self.n // self.s)
+            return [int(c) for c in self.order[g * self.s:(g + 1) * self.s]]
+        return [int(c) for c in self.rng.choice(self.n, size=self.s, replace=False)]
+
+
+def simulate_rounds(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0, sampling: str = "uniform",
+                    learner=None) -> ScheduleResult:
+    """Synchronous rounds of one simulated time unit each (GHBM: "simulated time is rounds").
+
+    Round r runs over ``[r, r + 1)``: the :class:`RoundSampler` picks ``s`` clients, each starts at r and
+    delivers ``K`` steps at r + 1, where the server steps. ``floor(t_end)`` rounds are run; ``profile`` only
+    names the clients' classes for the timeline. ``learner``: as in :func:`simulate_async_schedule`.
+    """
+    K = check_int("K", K, 1)
+    t_end = check_real("t_end", t_end, 1, hint="at least one round")
+    sampler = RoundSampler(profile.n, s, sampling, seed)
+    timeline, contacts = Timeline.for_profile(profile), []
+    for r in range(int(t_end)):
+        chosen = sampler(r)
+        if learner is not None:
+            learner.on_round(float(r), chosen)
+            for c in chosen:
+                learner.on_start(c, float(r))
+        got = [Contact(float(r + 1), c, K, profile.class_name(c), 0, float(r)) for c in chosen]
+        for c in chosen:
+            timeline.add(c, r, r + 1, "train", K)
+        contacts.extend(got)
+        if learner is not None:
+            learner.on_server_step(float(r + 1), got)
+        timeline.server_step(float(r + 1))
+    return ScheduleResult("rounds", profile, K, timeline, contacts,
+                          dict(s=s, t_end=t_end, seed=seed, sampling=sampling))

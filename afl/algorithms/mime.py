@@ -1,0 +1,88 @@
+"""MIME, MimeMom and MimeLiteMom (Karimireddy et al. 2021, "Breaking the centralized barrier for cross-device FL").
+
+Each round the sampled clients first send their full-batch gradients at the server model ``x``; their mean is
+``c``. Then each trains with the server's optimizer state ``m`` held fixed:
+
+    MIME:         d' = d - g_i(x; zeta) + c                 (SVRG correction on the step's own batch zeta)
+    MimeMom:      d' = d - g_i(x; zeta) + c + beta m
+    MimeLiteMom:  d' = d + beta m
+
+and the server steps ``x <- x - eta g`` and (momentum variants) ``m <- beta m + c`` (m starts at 0). This is
+PyTorch's SGD momentum, the parametrization of the GHBM code (``FedSGD``, ``mime_client.py``); Karimireddy et
+al. write ``(1 - beta)(...) + beta m`` with ``m <- (1 - beta) c + beta m``, the same method with ``eta_l`` and
+``m`` rescaled by ``1 - beta``. Full-batch gradients use no augmentation and no weight decay (as the code's).
+Sent per participant: x and c (MIME; plus m for MimeMom; x and m for MimeLiteMom) down, the full gradient and
+Delta_i up -- 2x, 2.5x and 2x FedAvg (the GHBM paper's Table 4 labels MimeMom 3x).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import check_real
+from .registry import register, synchronous
+from .rounds import Drift, RoundLearner, RoundSettings
+
+
+@dataclass(frozen=True)
+class MimeSettings(RoundSettings):
+    """MIME with SGD as the base optimizer (GHBM Table 7: eta = 1, eta_l = 0.01 on CIFAR)."""
+
+
+@dataclass(frozen=True)
+class MimeMomSettings(RoundSettings):
+    """MimeMom / MimeLiteMom: server momentum ``beta`` (GHBM Table 7: 0.9, eta = 0.1)."""
+
+    server_lr: float = 0.1
+    beta: float = 0.9
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_real("beta", self.beta, 0, 1, strict_high=True)
+
+
+class Mime(RoundLearner):
+    down, up = 2, 2
+    hook = Drift(gradient_at="reference")
+    momentum = False        # the server keeps m and clients add beta m
+    corrected = True        # clients use the SVRG correction - g_i(x; zeta) + c
+
+    def __init__(self, fed, history, cfg):
+        super().__init__(fed, history, cfg)
+        self.c = torch.zeros_like(self.w)
+        self.m = torch.zeros_like(self.w)
+
+    def on_round(self, t, clients):
+        parts = [self.queue.streams.parts[c] for c in clients]
+        self.c = self.fed.engine.full_gradient(self.w.expand(len(clients), -1), parts).mean(0)
+
+    def client_state(self, client):
+        shift = self.c.clone() if self.corrected else torch.zeros_like(self.w)
+        if self.momentum:
+            shift += self.cfg.beta * self.m
+        return {"shift": shift, "reference": self.w.clone()} if self.corrected else {"shift": shift}
+
+    def server_step(self, clients, delta, pseudo):
+        super().server_step(clients, delta, pseudo)
+        if self.momentum:
+            self.m = self.cfg.beta * self.m + self.c
+
+
+class MimeMom(Mime):
+    down, up = 3, 2
+    momentum = True
+
+
+class MimeLiteMom(Mime):
+    down, up = 2, 2
+    hook = Drift()
+    momentum, corrected = True, False
+
+
+register("mime", MimeSettings, Mime, synchronous,
+         "MIME (Karimireddy et al.), SGD base: SVRG-corrected local steps with the full-batch gradient mean c")
+register("mimemom", MimeMomSettings, MimeMom, synchronous,
+         "MimeMom (Karimireddy et al.): MIME with the server's momentum applied at every local step")
+register("mimelitemom", MimeMomSettings, MimeLiteMom, synchronous,
+         "MimeLiteMom (Karimireddy et al.): the server's momentum at every local step, no SVRG correction")
