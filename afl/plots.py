@@ -29,6 +29,23 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "qafel qsgd 8/2": ("#d62728", "-.", "QAFeL, L2 QSGD 8-bit up, 2-bit down"),
     "qafel qsgd(max, bucket 64) 4/4": ("#d62728", (0, (6, 2, 1, 2)), "QAFeL, max-QSGD (bucket 64) 4-bit"),
     "no hidden state, scalar 2/2": ("#9467bd", "--", "no hidden state (QAFeL's ablation), FLSim 2-bit"),
+    # the GHBM paper's methods (synchronous rounds); server-momentum and variants share their family's colour
+    "fedavgm": ("#7f7f7f", "--", "FedAvgM"),
+    "fedprox": ("#bcbd22", "-", "FedProx"),
+    "scaffold": ("#637939", "-", "SCAFFOLD"),
+    "scaffold-m": ("#637939", "--", "SCAFFOLD-M"),
+    "feddyn": ("#e377c2", "-", "FedDyn"),
+    "adabest": ("#e377c2", "--", "AdaBest"),
+    "mime": ("#17becf", "-", "MIME"),
+    "mimemom": ("#17becf", "--", "MimeMom"),
+    "mimelitemom": ("#17becf", ":", "MimeLiteMom"),
+    "fedcm": ("#8c6d31", "-", "FedCM (GHBM τ=1)"),
+    "fedadc": ("#8c6d31", "--", "FedADC (GHBM τ=1)"),
+    "fedcm-full": ("#8c6d31", ":", "FedCM, full participation"),
+    "ghbm": ("#393b79", "-", "GHBM"),
+    "ghbm-server": ("#393b79", "-.", "GHBM at the server (C.8)"),
+    "localghbm": ("#843c39", "--", "LocalGHBM"),
+    "fedhbm": ("#843c39", "-", "FedHBM"),
 }
 _FALLBACK = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#d62728"]
 

@@ -1,0 +1,107 @@
+"""GHBM experiments: settings, splits, the result tables and files (on a synthetic stand-in), the quadratic."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from afl.data import make_synthetic
+from afl.errors import ParameterError
+from afl.repro import ghbm
+
+DATA = make_synthetic(n_train=400, n_test=100, shape=(1, 28, 28), num_classes=10, seed=2)
+TINY = dict(rounds=6, eval_every=2, last=2, clients=10, participation=0.2)
+
+
+@pytest.fixture
+def synthetic(monkeypatch):
+    monkeypatch.setattr(ghbm, "load_task", lambda cfg, root=None, device="cpu": DATA)
+
+
+def test_settings_follow_the_paper_and_switch_dataset_presets():
+    cfg = ghbm.setting("ghbm-table2", quick=False)
+    assert (cfg.dataset, cfg.model, cfg.local_steps, cfg.batch, cfg.rounds, cfg.seeds) == (
+        "cifar10-jpeg", "cnn-cifar", 8, 64, 20000, 5)
+    algorithm, kw = cfg.run_kwargs("ghbm")
+    assert algorithm == "ghbm" and kw["tau"] == 10 and kw["s"] == 10 and kw["weight_decay"] == 1e-3
+    algorithm, kw = cfg.run_kwargs("fedcm-full")
+    assert algorithm == "fedcm" and kw["s"] == 100 and kw["alpha"] == 0.1
+    sh = ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare")
+    assert (sh.model, sh.hyper, sh.local_steps, sh.batch, sh.rounds) == ("char-lstm", "shakespeare", 20, 100, 250)
+    assert sh.run_kwargs("fedavg")[1]["lr"] == 1.0 and sh.run_kwargs("fedprox")[1]["mu"] == 1e-4
+    assert ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare", rounds=500).rounds == 500
+    tau = ghbm.setting("ghbm-tau", quick=False)
+    assert tau.taus == (1, 2, 5, 10, 20, 40) and tau.splits == ("noniid",)
+
+
+@pytest.mark.parametrize("kw, name", [(dict(splits=("mixed",)), "splits"), (dict(splits=("alpha=-1",)), "splits"),
+                                      (dict(methods=("fedsgd",)), "methods"), (dict(participation=0.0), "participation"),
+                                      (dict(taus=(0,)), "taus"), (dict(dataset="cifar100"), "dataset"),
+                                      (dict(eval_every=0), "eval_every"), (dict(no_such=1), "setting field")])
+def test_bad_settings_name_the_parameter(kw, name):
+    with pytest.raises(ParameterError, match=name):
+        ghbm.setting("ghbm-table2", quick=True, **kw)
+
+
+def test_splits_one_class_per_client_and_rebalanced_iid():
+    cfg = ghbm.setting("ghbm-table2", quick=True, **TINY)
+    noniid = ghbm.client_parts(cfg, DATA, "noniid", seed=0)
+    assert len(noniid) == 10 and all(len(p) == 40 for p in noniid)
+    assert all(len(torch.unique(DATA.train_y[p])) == 1 for p in noniid)
+    iid = ghbm.client_parts(cfg, DATA, "iid", seed=0)
+    assert all(len(p) == 40 for p in iid) and np.mean([len(torch.unique(DATA.train_y[p])) for p in iid]) > 8
+    assert len(torch.unique(torch.cat(iid))) == 400
+
+
+def test_final_accuracy_is_the_mean_over_the_last_rounds():
+    curve = {"time": [0, 10, 20, 30], "accuracy": [0.1, 0.2, 0.5, 0.7]}
+    assert ghbm.final_accuracy(curve, 30, 10) == pytest.approx(0.6)
+    assert ghbm.final_accuracy(curve, 30, 0) == pytest.approx(0.7)
+
+
+def test_table_experiment_writes_rows_by_method_and_split(synthetic, tmp_path):
+    paths = ghbm.run_experiment("ghbm-table2", quick=True, out=tmp_path, progress=False,
+                                methods=("fedavg", "fedhbm", "ghbm"), splits=("noniid", "iid"), **TINY)
+    result = json.loads(paths[0].read_text())
+    assert set(result["rows"]) == {"fedavg", "fedhbm", "ghbm tau=5"}
+    for row in result["rows"].values():
+        for split in ("noniid", "iid"):
+            cell = row[split]
+            assert cell["mean"] == pytest.approx(np.mean(cell["per_seed"])) and len(cell["per_seed"]) == 1
+    fedavg = result["rows"]["fedavg"]["noniid"]["to_fedavg"]
+    assert fedavg["reached"] == 1 and fedavg["rounds"] <= 6          # FedAvg reaches its own final accuracy
+    ghbm_run = next(r for r in result["runs"] if r["method"] == "ghbm")
+    assert ghbm_run["settings"]["tau"] == 5 and ghbm_run["bytes_down"] == 2 * ghbm_run["bytes_up"]
+    assert "paper" in result and paths[2].stat().st_size > 10000 and "| FedHBM |" in paths[1].read_text()
+
+
+def test_tau_experiment_rows_are_keyed_by_tau(synthetic, tmp_path):
+    paths = ghbm.run_experiment("ghbm-tau", quick=True, out=tmp_path, progress=False, taus=(1, 5), **TINY)
+    result = json.loads(paths[0].read_text())
+    assert set(result["rows"]) == {"1", "5"} and result["config"]["participation"] == 0.2
+    assert {"mean", "std", "per_seed"} <= set(result["rows"]["5"])
+
+
+def test_cost_to_reach_reads_the_first_evaluation_at_target():
+    run = {"curve": {"time": [0, 5, 10], "accuracy": [0.1, 0.6, 0.8], "bytes_up": [0, 10, 20],
+                     "bytes_down": [0, 10, 20], "client_steps": [0, 50, 100]}}
+    assert ghbm.cost_to_reach(run, 0.6) == {"rounds": 5, "bytes": 20, "client_steps": 50}
+    assert ghbm.cost_to_reach(run, 0.9) is None
+
+
+def test_quadratic_without_momentum_in_full_participation_is_gradient_descent():
+    cfg = ghbm.QuadraticSetting(beta=0.0, rounds=30)
+    A, b, f, f_star = ghbm.quadratic_problem(cfg)
+    x = np.zeros(cfg.dim)
+    for _ in range(30):
+        x = x - cfg.lr * np.mean(A * (x - b), axis=0)
+    assert ghbm.quadratic_run(cfg, J=1, tau=1, per_round=cfg.clients)[-1] == pytest.approx(f(x) - f_star, rel=1e-12)
+
+
+def test_quadratic_experiment_orders_full_participation_first(tmp_path):
+    paths = ghbm.run_experiment("ghbm-quadratic", out=tmp_path, rounds=200, steps=[1, 5])
+    result = json.loads(paths[0].read_text())
+    for J in ("1", "5"):
+        c = result["curves"][J]
+        assert c["fedcm-full"][-1] < 0.1 * min(c["fedcm"][-1], c["ghbm"][-1])
+    assert result["config"]["tau"] == 5 and "--set steps=1,5" in result["command"]
