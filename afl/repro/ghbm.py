@@ -362,8 +362,8 @@ def table_markdown(result: dict) -> str:
                                           f"{cost['rounds']:.0f} / {cost['bytes'] / 1e6:.0f} / {cost['client_steps']:,.0f}"
                                           + (f" ({cost['reached']}/{cost['of']} seeds)" if cost["reached"] < cost["of"] else ""))
         lines.append(f"| {style(name.split(' ')[0])['label']}{name[4:] if name.startswith('ghbm ') else ''} | "
-                     + " | ".join(vals) + (f" | {ref[0]} / {ref[1]}" if paper else "") * bool(paper)
-                     + ("" if not paper or ref else "") + f" | {cost_text} |")
+                     + " | ".join(vals) + ((f" | {ref[0]} / {ref[1]}" if ref else " | –") if paper else "")
+                     + f" | {cost_text} |")
     return "\n".join(lines)
 
 
