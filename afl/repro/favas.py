@@ -38,7 +38,7 @@ from ..fleet import Outcome, run_fleet, run_one_by_one
 from ..plots import style
 from ..results import PartialRuns
 from ..runtime import resolve_device
-from .runner import Grid, compute, execute
+from .runner import Grid, base_setting, compute, execute, write_files
 
 #: Table 2's columns: partition scheme and fraction of slow clients.
 SPLITS = {
@@ -167,12 +167,7 @@ EXPERIMENTS = {
 
 def setting(experiment: str, quick: bool | None = None, **overrides) -> FavasSetting:
     """The paper or quick setting of ``experiment`` (quick by default when ``AFL_QUICK=1``), with overrides."""
-    check_choice("experiment", experiment, EXPERIMENTS)
-    if quick is None:
-        quick = os.environ.get("AFL_QUICK") == "1"
-    for field in overrides:
-        check_choice("setting field", field, [f.name for f in fields(FavasSetting)])
-    return replace(EXPERIMENTS[experiment][1 if quick else 0], **overrides)
+    return replace(base_setting(EXPERIMENTS, FavasSetting, experiment, quick, overrides), **overrides)
 
 
 def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, dataset=None, device="cpu",
@@ -351,14 +346,14 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
     """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure;
     returns the three paths."""
+    return write_files(result, out, report, figure, write_json, dpi=120)
+
+
+def figure(result: dict):
+    """The experiment's picture: Table 2's bars beside the paper's marks, or accuracy (and spread) curves."""
     from matplotlib.figure import Figure
 
     experiment, cfg, runs = result["experiment"], result["config"], result["runs"]
-    out = Path(out)
-    paths = [out / f"{experiment}.json", out / f"{experiment}.md", out / f"{experiment}.png"]
-    if write_json:
-        paths[0].write_text(json.dumps(result, indent=1))
-    paths[1].write_text(report(result) + "\n")
     title = (f"{experiment}{' (QUICK setting)' if result['quick'] else ''}: {cfg['dataset']}, n = {cfg['n']}, "
              f"{cfg['seeds']} seed" + "s" * (cfg["seeds"] > 1))
     if experiment == "favas-table2":
@@ -374,8 +369,7 @@ def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
         fig = Figure(figsize=(10, 4.5))
         plot_accuracy(runs, ax=fig.subplots(), title=f"{title}\n{cfg['model']}, {', '.join(cfg['splits'])}")
     fig.tight_layout()
-    fig.savefig(paths[2], dpi=120)
-    return paths
+    return fig
 
 
 def report(result: dict, per_run: bool = True) -> str:

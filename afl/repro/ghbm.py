@@ -37,7 +37,8 @@ from ..fleet import Outcome, run_fleet, run_one_by_one
 from ..plots import style
 from ..runtime import resolve_device
 from .favas import settings_record
-from .runner import Grid, execute
+from ..results import output_dir
+from .runner import Grid, base_setting, execute, write_files
 
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
@@ -172,11 +173,11 @@ def split_alpha(split: str) -> float:
     raise ParameterError("splits", split, "'noniid', 'iid' or 'alpha=<a>' with a >= 0")
 
 
-#: experiments -> (paper setting, quick setting). Quick: Fashion-MNIST and an MLP on 2 CPU cores, 150 rounds,
+#: experiments with a GhbmSetting -> (paper setting, quick setting). Quick: Fashion-MNIST and an MLP on 2 CPU cores, 150 rounds,
 #: one seed (a few minutes); the CPU setting used for the committed results raises ``rounds`` with ``--set``.
 _QUICK = dict(dataset="fashion-mnist", model="mlp200", rounds=150, eval_every=10, last=30, seeds=1)
 QUICK_METHODS = ("fedavg", "scaffold", "mimemom", "fedcm", "fedcm-full", "ghbm", "localghbm", "fedhbm")
-EXPERIMENTS = {
+SETTINGS = {
     "ghbm-table2": (GhbmSetting(), GhbmSetting(methods=QUICK_METHODS, **_QUICK)),
     "ghbm-tau": (GhbmSetting(methods=("ghbm",), splits=("noniid",), taus=(1, 2, 5, 10, 20, 40)),
                  GhbmSetting(methods=("ghbm",), splits=("noniid",), taus=(1, 5, 10, 20), **_QUICK)),
@@ -190,12 +191,9 @@ EXPERIMENTS = {
 def setting(experiment: str, quick: bool | None = None, **overrides) -> GhbmSetting:
     """The paper or quick setting of ``experiment`` (quick when ``AFL_QUICK=1``), with overrides; a new
     ``dataset`` brings its model, hyperparameter column, J, batch, rounds and test subset unless given too."""
-    check_choice("experiment", experiment, EXPERIMENTS)
+    base = base_setting(SETTINGS, GhbmSetting, experiment, quick, overrides)
     if quick is None:
         quick = os.environ.get("AFL_QUICK") == "1"
-    for field in overrides:
-        check_choice("setting field", field, [f.name for f in fields(GhbmSetting)])
-    base = EXPERIMENTS[experiment][1 if quick else 0]
     if "dataset" in overrides and overrides["dataset"] != base.dataset:
         check_choice("dataset", overrides["dataset"], DATASETS)
         preset = dict(DATASETS[overrides["dataset"]])
@@ -452,25 +450,21 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
     """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure."""
+    return write_files(result, out, report, figure, write_json)
+
+
+def figure(result: dict):
     from matplotlib.figure import Figure
-    out = Path(out)
-    name = result["experiment"]
-    paths = [out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"]
-    if write_json:
-        paths[0].write_text(json.dumps(result, indent=1))
-    paths[1].write_text(report(result) + "\n")
-    if name == "ghbm-quadratic":
-        fig = plot_quadratic(result)
-    else:
-        cfg = result["config"]
-        fig = Figure(figsize=(6 * (len(cfg["splits"]) + 1), 5))
-        plot_result(result, fig)
-        fig.suptitle(f"{name}{' (QUICK setting)' if result['quick'] else ''} on {result['dataset']}: "
-                     f"{cfg['model']}, {cfg['clients']} clients, C = {cfg['participation']:g}, J = {cfg['local_steps']}"
-                     f", {cfg['rounds']} rounds")
-        fig.tight_layout()
-    fig.savefig(paths[2], dpi=110)
-    return paths
+    if result["experiment"] == "ghbm-quadratic":
+        return plot_quadratic(result)
+    cfg = result["config"]
+    fig = Figure(figsize=(6 * (len(cfg["splits"]) + 1), 5))
+    plot_result(result, fig)
+    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''} on {result['dataset']}: "
+                 f"{cfg['model']}, {cfg['clients']} clients, C = {cfg['participation']:g}, J = {cfg['local_steps']}, "
+                 f"{cfg['rounds']} rounds, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}")
+    fig.tight_layout()
+    return fig
 
 
 def report(result: dict, per_run: bool = True) -> str:
@@ -580,12 +574,7 @@ def run_quadratic(out="results", quick: bool = False, **overrides) -> list[Path]
                                                    for k, v in overrides.items())
     result = {"experiment": "ghbm-quadratic", "command": command, "machine": machine("cpu"), "quick": quick,
               "config": {f.name: getattr(cfg, f.name) for f in fields(cfg)} | {"tau": tau}, "curves": curves}
-    return write_result(result, output_dir_of(out))
-
-
-def output_dir_of(out) -> Path:
-    from ..results import output_dir
-    return output_dir(out)
+    return write_result(result, output_dir(out))
 
 
 def plot_quadratic(result: dict):
@@ -623,7 +612,8 @@ def quadratic_markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-EXPERIMENTS["ghbm-quadratic"] = (None, None)
+#: every experiment of this module (the quadratic has its own setting, :class:`QuadraticSetting`)
+EXPERIMENTS = {**SETTINGS, "ghbm-quadratic": QuadraticSetting}
 
 __all__ = ["TABLE_METHODS", "HYPER", "PAPER", "DATASETS", "GhbmSetting", "EXPERIMENTS", "setting", "load_task",
            "client_parts", "final_accuracy", "compute_run", "run_key", "same_run", "run_grid", "grid", "table",

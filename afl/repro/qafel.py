@@ -47,7 +47,7 @@ from ..runtime import resolve_device
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
 from .favas import settings_record
-from .runner import Grid, execute
+from .runner import Grid, base_setting, execute, write_files
 
 #: QAFeL Table 1's message sizes in bytes (paper numbers, shown only as labelled references)
 PAPER_BYTES = {"identity": 117128, "scalar:8": 29924, "scalar:4": 15380, "scalar:2": 8108}
@@ -247,12 +247,7 @@ EXPERIMENTS = {
 
 def setting(experiment: str, quick: bool | None = None, **overrides) -> QafelSetting:
     """The paper or quick setting of ``experiment`` (quick by default when ``AFL_QUICK=1``), with overrides."""
-    check_choice("experiment", experiment, EXPERIMENTS)
-    if quick is None:
-        quick = os.environ.get("AFL_QUICK") == "1"
-    for field in overrides:
-        check_choice("setting field", field, [f.name for f in fields(QafelSetting)])
-    return replace(EXPERIMENTS[experiment][1 if quick else 0], **overrides)
+    return replace(base_setting(EXPERIMENTS, QafelSetting, experiment, quick, overrides), **overrides)
 
 
 def load_task(cfg: QafelSetting, root=None, device="cpu") -> Dataset:
@@ -462,21 +457,19 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
     """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure."""
+    return write_files(result, out, report, figure, write_json)
+
+
+def figure(result: dict):
     from matplotlib.figure import Figure
-    out = Path(out)
-    name = result["experiment"]
-    paths = [out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"]
-    if write_json:
-        paths[0].write_text(json.dumps(result, indent=1))
-    paths[1].write_text(report(result) + "\n")
     fig = Figure(figsize=(16, 5))
     plot_result(result, fig)
     cfg = result["config"]
-    fig.suptitle(f"{name}{' (QUICK setting)' if result['quick'] else ''} on {result['dataset']}: {cfg['users']} "
-                 f"users, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}, quantizer family {cfg['quantizer']}")
+    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''} on {result['dataset']}: "
+                 f"{cfg['users']} users, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}, quantizer family "
+                 f"{cfg['quantizer']}")
     fig.tight_layout()
-    fig.savefig(paths[2], dpi=110)
-    return paths
+    return fig
 
 
 def report(result: dict, per_run: bool = True) -> str:

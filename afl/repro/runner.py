@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable
 
 import torch
 
-from ..errors import RunsFailed, check, check_int
+from ..errors import RunsFailed, check, check_choice, check_int
 from ..fleet import DEFAULT_SIZE, run_on_ray
 from ..results import PartialRuns, output_dir, progress_bar, setting_key
 
@@ -150,3 +150,28 @@ def machine(device: str) -> str:
 
 
 __all__ = ["Grid", "compute", "reusable_runs", "Execution", "execute", "machine"]
+
+
+def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):
+    """The paper or quick setting (``experiments[name] = (paper, quick)``) of ``experiment`` -- quick by default
+    when ``AFL_QUICK=1`` -- after checking that every override names a field of ``cls``."""
+    check_choice("experiment", experiment, experiments)
+    if quick is None:
+        quick = os.environ.get("AFL_QUICK") == "1"
+    for field in overrides:
+        check_choice("setting field", field, [f.name for f in fields(cls)])
+    return experiments[experiment][1 if quick else 0]
+
+
+def write_files(result: dict, out, report: Callable[[dict], str], figure: Callable[[dict], object],
+                write_json: bool = True, dpi: int = 110) -> list[Path]:
+    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown ``report(result)`` and its
+    picture ``figure(result)`` (a matplotlib Figure); returns the three paths."""
+    out = Path(out)
+    name = result["experiment"]
+    paths = [out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"]
+    if write_json:
+        paths[0].write_text(json.dumps(result, indent=1))
+    paths[1].write_text(report(result) + "\n")
+    figure(result).savefig(paths[2], dpi=dpi)
+    return paths
