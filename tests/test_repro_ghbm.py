@@ -75,7 +75,7 @@ def test_table_experiment_writes_rows_by_method_and_split(synthetic, tmp_path):
     assert "paper" in result and paths[2].stat().st_size > 10000 and "| FedHBM |" in paths[1].read_text()
     as_cifar = dict(result, config=dict(result["config"], dataset="cifar10-jpeg"))       # with the paper's column
     text = ghbm.table_markdown(as_cifar)
-    assert "| 81.7 / 83.8 |" in text and "| GHBM tau=5 |" in text and "| – |" in text
+    assert "| 81.7 / 83.8 |" in text and "| GHBM τ=5 |" in text and "| – |" in text
 
 
 def test_tau_experiment_rows_are_keyed_by_tau(synthetic, tmp_path):

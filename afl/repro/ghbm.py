@@ -359,7 +359,7 @@ def table_markdown(result: dict) -> str:
         cost_text = "–" if not cost else (f"not reached ({cost['of']} seeds)" if not cost["reached"] else
                                           f"{cost['rounds']:.0f} / {cost['bytes'] / 1e6:.0f} / {cost['client_steps']:,.0f}"
                                           + (f" ({cost['reached']}/{cost['of']} seeds)" if cost["reached"] < cost["of"] else ""))
-        lines.append(f"| {style(name.split(' ')[0])['label']}{name[4:] if name.startswith('ghbm ') else ''} | "
+        lines.append(f"| {row_style(name, cfg)['label']} | "
                      + " | ".join(vals) + ((f" | {ref[0]} / {ref[1]}" if ref else " | –") if paper else "")
                      + f" | {cost_text} |")
     return "\n".join(lines)
@@ -377,6 +377,21 @@ def tau_markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def row_style(name: str, cfg: dict) -> dict:
+    """A row's colour, line style and label: its method's (:func:`afl.plots.style`); GHBM's tau rows in GHBM's
+    colour, darker for larger tau, each with its own line style."""
+    st = style(name.split(" ")[0])
+    if not name.startswith("ghbm tau="):
+        return st
+    taus = sorted(int(t) for t in (cfg.get("taus") or [name[9:]]))
+    tau = int(name[9:])
+    k = taus.index(tau) if tau in taus else 0
+    shade = 0.55 * (1 - (k + 1) / len(taus))                 # 0 for the largest tau: GHBM's own colour
+    rgb = np.array([int(st["color"][i:i + 2], 16) for i in (1, 3, 5)]) / 255
+    color = "#" + "".join(f"{int(round(255 * v)):02x}" for v in rgb + (1 - rgb) * shade)
+    return {"color": color, "linestyle": ["-", "--", "-.", ":"][k % 4], "label": f"{st['label']} τ={tau}"}
+
+
 def plot_result(result: dict, fig) -> None:
     """Accuracy against rounds per method and split (mean over seeds; bands ± std), and the final accuracies
     (GHBM's tau sweep: final accuracy against tau)."""
@@ -389,11 +404,10 @@ def plot_result(result: dict, fig) -> None:
             if r["split"] == split:
                 groups.setdefault(row_name(r), []).append(r)
         for name, rs in groups.items():
-            st = style(name.split(" ")[0])
+            st = row_style(name, cfg)
             t = np.asarray(rs[0]["curve"]["time"])
             acc = 100 * np.asarray([r["curve"]["accuracy"] for r in rs])
-            label = st["label"] + (name[4:] if name.startswith("ghbm ") else "")
-            ax.plot(t, acc.mean(0), color=st["color"], linestyle=st["linestyle"], label=label, lw=1.2)
+            ax.plot(t, acc.mean(0), color=st["color"], linestyle=st["linestyle"], label=st["label"], lw=1.2)
             if len(rs) > 1:
                 ax.fill_between(t, acc.mean(0) - acc.std(0), acc.mean(0) + acc.std(0), color=st["color"], alpha=0.15)
         ax.set(xlabel="round (simulated time)", ylabel="test accuracy (%)",
@@ -419,12 +433,13 @@ def plot_result(result: dict, fig) -> None:
         for k, split in enumerate(splits):
             m = [rows[n].get(split, {}).get("mean", np.nan) for n in names]
             s = [rows[n].get(split, {}).get("std", 0) for n in names]
-            ax.bar(x + k * width, m, width, yerr=s, color=[style(n.split(" ")[0])["color"] for n in names],
+            ax.bar(x + k * width, m, width, yerr=s, color=[row_style(n, cfg)["color"] for n in names],
                    alpha=1.0 - 0.45 * k, label=split)
-        ax.set_xticks(x + width * (len(splits) - 1) / 2, [n.replace("ghbm tau=", "ghbm τ=") for n in names],
+        ax.set_xticks(x + width * (len(splits) - 1) / 2, [row_style(n, cfg)["label"] for n in names],
                       rotation=60, ha="right", fontsize=7)
+        bars = f"error bars: ± std over {cfg['seeds']} seeds" if cfg["seeds"] > 1 else "one seed"
         ax.set(ylabel="final test accuracy (%)", title=f"final accuracy (mean of the last {cfg['last']} rounds); "
-               "lighter: " + ", ".join(splits[1:]))
+               + (f"lighter: {', '.join(splits[1:])}; " if len(splits) > 1 else "") + bars)
         ax.legend(fontsize=7)
 
 
@@ -588,9 +603,9 @@ def plot_quadratic(result: dict):
     for ax, (J, by) in zip(np.atleast_1d(axes), curves.items()):
         for m, loss in by.items():
             st = style(m)
-            ax.plot(np.maximum(loss, 1e-16), color=st["color"], linestyle=st["linestyle"], label=names[m])
+            ax.plot(np.maximum(loss, 1e-12), color=st["color"], linestyle=st["linestyle"], label=names[m])
         ax.set(yscale="log", xlabel="round (simulated time)", title=f"J = {J} local steps")
-    np.atleast_1d(axes)[0].set_ylabel("training loss f(x) − f*")
+    np.atleast_1d(axes)[0].set_ylabel("training loss f(x) − f* (floored at 1e-12)")
     np.atleast_1d(axes)[0].legend(fontsize=7)
     fig.suptitle(f"GHBM App. C.9: {cfg['clients']} heterogeneous quadratics (d = {cfg['dim']}), "
                  f"{cfg['per_round']} per round cyclically, β = {cfg['beta']}, η_l = {cfg['lr']}")
