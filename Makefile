@@ -2,6 +2,11 @@
 #   make demo   - set up, then run the quick asynchronous-clients demo (pictures under results/demo/)
 #   make test   - set up, then run the unit tests and the notebooks (nbval, quick mode)
 # Data: AFL_DATA=/path/to/mirror (offline copies) or nothing (downloads into data/ with checksum checks).
+# A relative AFL_DATA is taken from here (the repository root), not from each tool's own working directory
+# (nbval runs notebooks inside notebooks/).
+ifneq ($(AFL_DATA),)
+export AFL_DATA := $(abspath $(AFL_DATA))
+endif
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
