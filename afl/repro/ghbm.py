@@ -516,8 +516,9 @@ def report(result: dict, per_run: bool = True) -> str:
 class QuadraticSetting:
     """C.9's federation: ``clients`` quadratics ``f_i(x) = 1/2 (x - b_i)^T A_i (x - b_i)`` in ``dim`` dimensions,
     ``A_i`` diagonal with eigenvalues uniform in ``[mu, L]`` and ``b_i ~ N(0, spread^2 I)`` (the heterogeneity),
-    ``per_round`` of them per round cyclically; exact gradients, local lr ``lr``, beta, GHBM's tau = 1/C. The
-    paper leaves dimension, heterogeneity and learning rates unstated: these are ours."""
+    ``per_round`` of them per round cyclically; exact gradients, momentum ``beta``, GHBM's tau = 1/C. The local
+    lr is ``round_lr / J``, so that a round moves as far for every J. The paper leaves dimension, heterogeneity
+    and learning rates unstated: these are ours."""
 
     clients: int = 10
     per_round: int = 2
@@ -525,9 +526,9 @@ class QuadraticSetting:
     mu: float = 0.1
     L: float = 1.0
     spread: float = 10.0
-    lr: float = 0.05
+    round_lr: float = 0.05
     beta: float = 0.9
-    rounds: int = 300
+    rounds: int = 500
     steps: tuple = (1, 5, 10, 20)
     seed: int = 0
 
@@ -537,11 +538,17 @@ class QuadraticSetting:
         check(self.clients % self.per_round == 0, "per_round", self.per_round, f"a divisor of clients = {self.clients}")
         check_real("mu", self.mu, 0, strict_low=True)
         check_real("L", self.L, self.mu)
-        check_real("lr", self.lr, 0, 1 / self.L, strict_low=True, hint="0 < lr <= 1/L")
+        check_real("round_lr", self.round_lr, 0, 1 / self.L, strict_low=True, hint="0 < round_lr <= 1/L")
         check_real("beta", self.beta, 0, 1, strict_high=True)
         check_int("rounds", self.rounds, 1)
         for J in self.steps:
             check_int("steps", J, 1)
+
+
+#: the quadratic's curves: name -> (tau, who takes part: one cyclic group or all clients, momentum form)
+QUADRATIC_METHODS = {"fedcm": (1, "cyclic", "heavy-ball"), "ghbm": ("1/C", "cyclic", "heavy-ball"),
+                     "ghbm-eq4": ("1/C", "cyclic", "window"), "fedavg": (1, "cyclic", "none"),
+                     "fedcm-full": (1, "all", "heavy-ball")}
 
 
 def quadratic_problem(cfg: QuadraticSetting):
@@ -553,77 +560,111 @@ def quadratic_problem(cfg: QuadraticSetting):
     return A, b, f, float(f(x_star))
 
 
-def quadratic_run(cfg: QuadraticSetting, J: int, tau: int, per_round: int) -> list[float]:
-    """Training loss ``f(x^t) - f*`` per round of GHBM's update (eq. (7), heavy-ball form: every local step adds
-    ``beta/(tau J) (x^{t-1} - x^{t-tau-1})``) with cyclic participation of ``per_round`` clients; tau = 1 is FedCM
-    (GHBM paper, Sec. 3.3). The server averages (eta = 1)."""
+def quadratic_run(cfg: QuadraticSetting, J: int, tau: int, per_round: int, momentum: str = "heavy-ball") -> list[float]:
+    """Training loss ``f(x^t) - f*`` per round, ``per_round`` clients taken cyclically, J exact local steps at
+    lr ``eta_l = round_lr / J``, the server averaging (eta = 1). ``momentum``:
+
+    - ``"heavy-ball"``: GHBM as run in the paper's experiments (Algorithm 2, eq. (7)): every local step adds
+      ``beta/(tau J) (x^{t-1} - x^{t-tau-1})``. tau = 1 is FedCM (Sec. 3.3).
+    - ``"window"``: the momentum analysed in the proofs (eq. (4)), written in the FedAvg-M form of Cheng et al.
+      (2024) that the proofs build on: ``m^t = beta m^{t-1} + (1-beta) mean_{k in (t-tau, t]} gbar^k`` with
+      ``gbar^k`` round k's mean local gradient; local steps ``w -= eta((1-beta) grad f_i(w) + beta m^{t-1})`` and
+      the server step ``x^t = x^{t-1} - eta J m^t``, with ``eta = eta_l / (1-beta)``, so that tau = 1 is the
+      heavy-ball FedCM again, step for step. (The OCR of the paper lost Algorithm 3 itself; this is our
+      reading of eq. (4) and of the quantities E_t, Lambda_t of its proof.)
+    - ``"none"``: plain FedAvg (beta = 0).
+    """
+    check_choice("momentum", momentum, ["heavy-ball", "window", "none"])
     A, b, f, f_star = quadratic_problem(cfg)
     groups = np.random.default_rng(cfg.seed + 1).permutation(cfg.clients).reshape(-1, per_round)
-    models = [np.zeros(cfg.dim)]
-    loss = [float(f(models[0])) - f_star]
+    lr, beta = cfg.round_lr / J, (0.0 if momentum == "none" else cfg.beta)
+    models, loss = [np.zeros(cfg.dim)], [float(f(np.zeros(cfg.dim))) - f_star]
+    m, window = np.zeros(cfg.dim), []
     for t in range(1, cfg.rounds + 1):
-        x = models[-1]
-        push = cfg.beta / (tau * J) * (x - models[-tau - 1]) if len(models) > tau else 0.0
-        S = groups[(t - 1) % len(groups)]
-        w = np.repeat(x[None], len(S), axis=0)
-        for _ in range(J):
-            w = w - cfg.lr * A[S] * (w - b[S]) + push
-        models.append(w.mean(0))
+        x, S = models[-1], groups[(t - 1) % len(groups)]
+        w, gradient_sum = np.repeat(x[None], len(S), axis=0), 0.0
+        if momentum == "window":
+            eta = lr / (1 - beta)
+            for _ in range(J):
+                g = A[S] * (w - b[S])
+                gradient_sum = gradient_sum + g.mean(0)
+                w = w - eta * ((1 - beta) * g + beta * m)
+            window = (window + [gradient_sum / J])[-tau:]
+            m = beta * m + (1 - beta) * np.mean(window, axis=0)
+            models.append(x - eta * J * m)
+        else:
+            push = beta / (tau * J) * (x - models[-tau - 1]) if len(models) > tau else 0.0
+            for _ in range(J):
+                w = w - lr * A[S] * (w - b[S]) + push
+            models.append(w.mean(0))
         loss.append(float(f(models[-1])) - f_star)
     return loss
 
 
 def run_quadratic(out="results", quick: bool = False, **overrides) -> list[Path]:
-    """App. C.9 / Fig. 9: FedCM and GHBM (tau = 1/C) with cyclic partial participation, and FedCM with every
-    client, for each J; exact, seconds on a CPU. ``quick`` has no effect (the experiment is small)."""
+    """App. C.9 / Fig. 9: FedCM, GHBM (tau = 1/C) as run (eq. 7) and as analysed (eq. 4), and FedAvg, with cyclic
+    partial participation, and FedCM with every client, for each J; exact, seconds on a CPU. ``quick`` has no
+    effect (the experiment is small)."""
     for field in overrides:
         check_choice("setting field", field, [f.name for f in fields(QuadraticSetting)])
     overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
     cfg = replace(QuadraticSetting(), **overrides)
-    tau = cfg.clients // cfg.per_round
-    curves = {str(J): {"fedcm": quadratic_run(cfg, J, 1, cfg.per_round),
-                       "ghbm": quadratic_run(cfg, J, tau, cfg.per_round),
-                       "fedcm-full": quadratic_run(cfg, J, 1, cfg.clients)} for J in cfg.steps}
+    period = cfg.clients // cfg.per_round
+    curves = {}
+    for J in cfg.steps:
+        curves[str(J)] = {}
+        for name, (tau, who, momentum) in QUADRATIC_METHODS.items():
+            curves[str(J)][name] = quadratic_run(cfg, J, period if tau == "1/C" else tau,
+                                                 cfg.clients if who == "all" else cfg.per_round, momentum)
     from .runner import machine
     command = "afl repro ghbm-quadratic" + "".join(f" --set {k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
                                                    for k, v in overrides.items())
     result = {"experiment": "ghbm-quadratic", "command": command, "machine": machine("cpu"), "quick": quick,
-              "config": {f.name: getattr(cfg, f.name) for f in fields(cfg)} | {"tau": tau}, "curves": curves}
+              "config": {f.name: getattr(cfg, f.name) for f in fields(cfg)} | {"tau": period}, "curves": curves}
     return write_result(result, output_dir(out))
+
+
+def _quadratic_labels(cfg: dict) -> dict:
+    C = f"{cfg['per_round'] / cfg['clients']:g}"
+    return {"fedcm": f"FedCM, cyclic C = {C}", "ghbm": f"GHBM τ = {cfg['tau']} as run (Alg. 2, eq. 7), cyclic",
+            "ghbm-eq4": f"GHBM τ = {cfg['tau']} as analysed (eq. 4), cyclic", "fedavg": f"FedAvg, cyclic C = {C}",
+            "fedcm-full": "FedCM, full participation"}
 
 
 def plot_quadratic(result: dict):
     from matplotlib.figure import Figure
     curves, cfg = result["curves"], result["config"]
-    fig = Figure(figsize=(4.2 * len(curves), 3.8))
-    axes = fig.subplots(1, len(curves), sharey=True)
-    names = {"fedcm": f"FedCM, cyclic C = {cfg['per_round'] / cfg['clients']:g}",
-             "ghbm": f"GHBM τ = {cfg['tau']}, cyclic C = {cfg['per_round'] / cfg['clients']:g}",
-             "fedcm-full": "FedCM, full participation"}
-    for ax, (J, by) in zip(np.atleast_1d(axes), curves.items()):
+    fig = Figure(figsize=(4.2 * len(curves), 4.2))
+    axes = np.atleast_1d(fig.subplots(1, len(curves), sharey=True))
+    names = _quadratic_labels(cfg)
+    for ax, (J, by) in zip(axes, curves.items()):
         for m, loss in by.items():
             st = style(m)
-            ax.plot(np.maximum(loss, 1e-12), color=st["color"], linestyle=st["linestyle"], label=names[m])
-        ax.set(yscale="log", xlabel="round (simulated time)", title=f"J = {J} local steps")
-    np.atleast_1d(axes)[0].set_ylabel("training loss f(x) − f* (floored at 1e-12)")
-    np.atleast_1d(axes)[0].legend(fontsize=7)
+            ax.plot(np.maximum(loss, 1e-12), color=st["color"], linestyle=st["linestyle"], label=names[m],
+                    linewidth=2.2 if m == "ghbm-eq4" else 1.4)
+        ax.set(yscale="log", xlabel="round (simulated time)", title=f"J = {J} local steps, η_l = {cfg['round_lr']}/{J}")
+    axes[0].set_ylabel("training loss f(x) − f* (floored at 1e-12)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(names), fontsize=8)
     fig.suptitle(f"GHBM App. C.9: {cfg['clients']} heterogeneous quadratics (d = {cfg['dim']}), "
-                 f"{cfg['per_round']} per round cyclically, β = {cfg['beta']}, η_l = {cfg['lr']}")
-    fig.tight_layout()
+                 f"{cfg['per_round']} per round cyclically, β = {cfg['beta']}")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
 def quadratic_markdown(result: dict) -> str:
     cfg = result["config"]
+    names = _quadratic_labels(cfg)
+    methods = list(next(iter(result["curves"].values())))
     lines = ["# ghbm-quadratic", "", f"Command: `{result['command']}`", "", f"Machine: {result['machine']}", "",
              f"{cfg['clients']} quadratics in {cfg['dim']} dimensions (eigenvalues in [{cfg['mu']}, {cfg['L']}], "
              f"optima spread {cfg['spread']}), {cfg['per_round']} clients per round cyclically, beta {cfg['beta']}, "
-             f"lr {cfg['lr']}, GHBM tau = 1/C = {cfg['tau']}. Loss f(x) - f* after "
-             f"{cfg['rounds']} rounds (the paper's Fig. 9 ordering: GHBM near FedCM with every client, FedCM with "
-             "partial participation stalls):", "", "| J | FedCM (cyclic) | GHBM (cyclic) | FedCM (full) |",
-             "|---|---|---|---|"]
+             f"local lr {cfg['round_lr']}/J, GHBM tau = 1/C = {cfg['tau']}. Loss f(x) - f* after {cfg['rounds']} "
+             "rounds (the paper's Fig. 9: GHBM reaches FedCM with every client, FedCM with partial participation "
+             "stalls). GHBM as analysed (eq. 4) does; GHBM as run (eq. 7) ends on FedAvg's cycle: on a cycle of "
+             "period tau, x^{t-1} - x^{t-tau-1} = 0, so its momentum vanishes.", "",
+             "| J | " + " | ".join(names[m] for m in methods) + " |", "|---" * (len(methods) + 1) + "|"]
     for J, by in result["curves"].items():
-        lines.append(f"| {J} | {by['fedcm'][-1]:.3g} | {by['ghbm'][-1]:.3g} | {by['fedcm-full'][-1]:.3g} |")
+        lines.append(f"| {J} | " + " | ".join(f"{by[m][-1]:.3g}" for m in methods) + " |")
     return "\n".join(lines)
 
 
@@ -633,4 +674,4 @@ EXPERIMENTS = {**SETTINGS, "ghbm-quadratic": QuadraticSetting}
 __all__ = ["TABLE_METHODS", "HYPER", "PAPER", "DATASETS", "GhbmSetting", "EXPERIMENTS", "setting", "load_task",
            "client_parts", "final_accuracy", "compute_run", "run_key", "same_run", "run_grid", "grid", "table",
            "tau_rows", "cost_to_reach", "run_experiment", "write_result", "report", "QuadraticSetting",
-           "quadratic_run", "run_quadratic"]
+           "QUADRATIC_METHODS", "quadratic_run", "run_quadratic"]
