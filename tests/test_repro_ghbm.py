@@ -112,7 +112,7 @@ def test_quadratic_window_momentum_with_tau_one_is_fedcm(J, per_round):
 def test_practical_ghbm_ends_on_fedavgs_cycle():
     """On a cycle of period tau, x^{t-1} = x^{t-tau-1}: eq. (7)'s momentum vanishes, so GHBM's limit cycle is
     cyclic FedAvg's, and the analysed form (eq. 4) is the one that reaches full participation."""
-    cfg = ghbm.QuadraticSetting(rounds=600, steps=(5,))
+    cfg = ghbm.QuadraticSetting(rounds=1200, steps=(5,))
     ghbm_run, fedavg = (ghbm.quadratic_run(cfg, 5, 5, 2, m)[-10:] for m in ("heavy-ball", "none"))
     np.testing.assert_allclose(ghbm_run, fedavg, rtol=1e-6)
     assert ghbm.quadratic_run(cfg, 5, 1, 2)[-1] > 50 * ghbm.quadratic_run(cfg, 5, 5, 2, "window")[-1]
