@@ -43,7 +43,7 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "fedadc": ("#8c6d31", "--", "FedADC (GHBM τ=1)"),
     "fedcm-full": ("#8c6d31", ":", "FedCM, full participation"),
     "ghbm": ("#393b79", "-", "GHBM"),
-    "ghbm-eq4": ("#6b6ecf", "-", "GHBM as analysed (eq. 4)"),
+    "ghbm-eq4": ("#393b79", "--", "GHBM as analysed (eq. 4)"),
     "ghbm-server": ("#393b79", "-.", "GHBM at the server (C.8)"),
     "localghbm": ("#843c39", "--", "LocalGHBM"),
     "fedhbm": ("#843c39", "-", "FedHBM"),
