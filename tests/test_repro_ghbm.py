@@ -127,3 +127,47 @@ def test_quadratic_experiment_reproduces_figure_9s_ordering(tmp_path):
         assert abs(c["ghbm-eq4"][-1] - c["fedcm-full"][-1]) < 1e-3 * c["fedcm"][-1]
         assert min(c["fedcm"][-1], c["ghbm"][-1], c["fedavg"][-1]) > 30 * reached
     assert result["config"]["tau"] == 5 and "--set steps=1,5" in result["command"]
+
+
+def probe_run(taus, server_lr, every=1, rounds=12):
+    """FedAvg on 10 equal clients, 2 per round cyclically, each local step a full batch (float64)."""
+    from afl.algorithms import make_federation, run_algorithm
+    parts = [torch.arange(40 * i, 40 * (i + 1)) for i in range(10)]
+    fed = make_federation(DATA, "mlp32", 10, batch_size=40, seed=0, parts=parts, dtype=torch.float64)
+    out = run_algorithm("fedavg", fed, total_time=rounds, eval_every=rounds, K=2, lr=0.05, s=2, timing="rounds",
+                        sampling="cyclic", weighting="size", server_lr=server_lr,
+                        learner_class=ghbm.deviation_probe(taus, every))
+    return out["learner"].deviation
+
+
+def test_deviation_vanishes_at_tau_one_over_c_when_the_model_stands_still():
+    """Corollary 4.5: with cyclic participation the last 1/C rounds hold every client once, so (no lag: the
+    server does not move) their mean pseudo-gradient is all clients' exactly; one round's is far from it."""
+    dev = probe_run((1, 5), server_lr=1e-12)
+    assert dev["round"] == list(range(5, 13))
+    assert max(dev["tau"]["5"]) < 1e-18 and min(dev["tau"]["1"]) > 0.05
+
+
+def test_deviation_with_a_moving_model_has_a_lag():
+    dev = probe_run((1, 5, 10), server_lr=1.0, every=2)
+    assert dev["round"] == [10, 12]                  # every 2 rounds, once the last 10 pseudo-gradients exist
+    assert all(1e-6 < d < 10 for d in dev["tau"]["5"])
+
+
+def test_probe_learner_must_extend_the_algorithms_learner():
+    from afl.algorithms import make_federation, run_algorithm
+    fed = make_federation(DATA, "mlp32", 10, batch_size=40, seed=0)
+    with pytest.raises(ParameterError, match="learner_class"):
+        run_algorithm("ghbm", fed, total_time=2, eval_every=1, learner_class=ghbm.deviation_probe((1,), 1))
+
+
+def test_fig1_experiment_rows_by_split_and_tau(synthetic, tmp_path):
+    paths = ghbm.run_experiment("ghbm-fig1", quick=True, out=tmp_path, progress=False, probe_taus=(1, 2),
+                                **TINY)
+    result = json.loads(paths[0].read_text())
+    assert set(result["rows"]) == {"noniid", "iid"} and set(result["rows"]["iid"]) == {"1", "2"}
+    run = result["runs"][0]
+    assert run["deviation"]["round"] == [2, 4, 6] and len(run["deviation"]["tau"]["2"]) == 3
+    assert "Lemma 4.4" in paths[1].read_text() and paths[2].stat().st_size > 10000
+    with pytest.raises(ParameterError, match="methods"):
+        ghbm.setting("ghbm-fig1", quick=True, methods=("ghbm",))

@@ -56,7 +56,7 @@ def make_federation(dataset, model: str, n_clients: int, partition: str = "iid",
 
 
 def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: float, target: float | None = None,
-                  **settings) -> dict:
+                  learner_class=None, **settings) -> dict:
     """Train with algorithm ``name`` for ``total_time`` simulated time units; return its history as a dict.
 
     ``settings``: the algorithm's own (``afl.algorithms.get(name).settings``, e.g. ``K``, ``lr``, ``s``, ``Z``,
@@ -65,12 +65,17 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     ``accuracy``, ``loss``, counters) plus ``client_steps``, ``wall_seconds``, ``client_steps_per_s``, the
     ``schedule`` (timeline and contacts), the final ``model`` and the ``settings`` used. With a ``target``
     accuracy the run stops at the first evaluation that reaches it (``target_reached_at``; ``schedule`` None).
+    ``learner_class``: a subclass of the algorithm's learner to run instead (an instrumented run, e.g. the GHBM
+    paper's Fig. 1 probe); the returned dict holds it as ``learner``.
     """
     algo = get(name)
     history = History(fed.queue, eval_every, total_time, target=target)
     cfg = algo.make_settings(**settings)
     cfg.check_federation(fed)
-    learner = algo.learner(fed, history, cfg)
+    if learner_class is not None:
+        check(issubclass(learner_class, algo.learner), "learner_class", learner_class.__name__,
+              f"a subclass of {name}'s learner {algo.learner.__name__}")
+    learner = (learner_class or algo.learner)(fed, history, cfg)
     try:
         schedule = algo.protocol(fed, cfg, learner, total_time)
         learner.finish()
@@ -81,6 +86,8 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     out["schedule"] = schedule
     out["model"] = learner.w
     out["settings"] = cfg
+    if learner_class is not None:
+        out["learner"] = learner
     return out
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from dataclasses import dataclass, fields, replace
 from functools import partial as partial_fn
 from pathlib import Path
@@ -31,11 +32,13 @@ import numpy as np
 import torch
 
 from ..algorithms import get as get_algorithm, make_federation, run_algorithm
+from ..algorithms.fedavg import FedAvg
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..errors import ParameterError, check, check_choice, check_int, check_real
 from ..fleet import Outcome, run_fleet, run_one_by_one
 from ..plots import style
 from ..runtime import resolve_device
+from ..theory.ghbm import unseen_fraction_moment
 from .favas import settings_record
 from ..results import output_dir
 from .runner import Grid, base_setting, execute, write_files
@@ -99,7 +102,9 @@ class GhbmSetting:
     or ``"alpha=<a>"``; ``taus``: GHBM's tau values (one row each; empty: tau = 1/C); ``last``: the
     rounds over which the final accuracy is averaged (evaluations every ``eval_every`` rounds within them);
     ``test_samples``: a fixed seeded subset of the test set (None: all of it). ``sampling``: ``"uniform"`` or
-    ``"cyclic"`` (Assumption 4.3). Changing ``dataset`` brings its row of :data:`DATASETS` unless set too.
+    ``"cyclic"`` (Assumption 4.3). ``probe_taus`` (Fig. 1): FedAvg's runs also measure, every ``eval_every``
+    rounds, how far the mean of the last tau pseudo-gradients lies from all clients' (:class:`DeviationProbe`).
+    Changing ``dataset`` brings its row of :data:`DATASETS` unless set too.
     """
 
     dataset: str = "cifar10-jpeg"
@@ -119,6 +124,7 @@ class GhbmSetting:
     seeds: int = 5
     methods: tuple = TABLE_METHODS
     taus: tuple = ()
+    probe_taus: tuple = ()
 
     def __post_init__(self):
         check_choice("dataset", self.dataset, DATASETS)
@@ -142,6 +148,11 @@ class GhbmSetting:
             check_choice("methods", m, HYPER[self.hyper]["methods"])
         for t in self.taus:
             check_int("taus", t, 1)
+        for t in self.probe_taus:
+            check_int("probe_taus", t, 1)
+        if self.probe_taus:
+            check(tuple(self.methods) == ("fedavg",), "methods", self.methods, "('fedavg',) when probe_taus is set "
+                  "(Fig. 1 measures FedAvg's pseudo-gradients)")
 
     @property
     def per_round(self) -> int:
@@ -176,9 +187,12 @@ def split_alpha(split: str) -> float:
 #: experiments with a GhbmSetting -> (paper setting, quick setting). Quick: Fashion-MNIST and an MLP on 2 CPU cores, 150 rounds,
 #: one seed (a few minutes); the CPU setting used for the committed results raises ``rounds`` with ``--set``.
 _QUICK = dict(dataset="fashion-mnist", model="mlp200", rounds=150, eval_every=10, last=30, seeds=1)
+PROBE_TAUS = (1, 2, 5, 10, 20, 40)
 QUICK_METHODS = ("fedavg", "scaffold", "mimemom", "fedcm", "fedcm-full", "ghbm", "localghbm", "fedhbm")
 SETTINGS = {
     "ghbm-table2": (GhbmSetting(), GhbmSetting(methods=QUICK_METHODS, **_QUICK)),
+    "ghbm-fig1": (GhbmSetting(methods=("fedavg",), probe_taus=PROBE_TAUS, seeds=1),
+                  GhbmSetting(methods=("fedavg",), probe_taus=PROBE_TAUS, **_QUICK)),
     "ghbm-tau": (GhbmSetting(methods=("ghbm",), splits=("noniid",), taus=(1, 2, 5, 10, 20, 40)),
                  GhbmSetting(methods=("ghbm",), splits=("noniid",), taus=(1, 5, 10, 20), **_QUICK)),
     "ghbm-alpha": (GhbmSetting(methods=("fedavg", "scaffold", "mimemom", "fedcm", "fedhbm"),
@@ -244,7 +258,10 @@ def compute_run(cfg: GhbmSetting, split: str, method: str, tau: int | None, seed
     data = dataset if dataset is not None else load_task(cfg, root=root, device=device)
     parts = client_parts(cfg, data, split, seed)
     fed = make_federation(data, cfg.model, cfg.clients, batch_size=cfg.batch, seed=seed, device=device, parts=parts)
-    out = run_algorithm(algorithm, fed, total_time=cfg.rounds, eval_every=cfg.eval_every, **kw)
+    probe = deviation_probe(cfg.probe_taus, cfg.eval_every) if cfg.probe_taus else None
+    out = run_algorithm(algorithm, fed, total_time=cfg.rounds, eval_every=cfg.eval_every, learner_class=probe, **kw)
+    if probe is not None:
+        out["deviation"] = out.pop("learner").deviation
     out.pop("schedule")
     out.pop("model")
     out.update(split=split, method=method, tau=kw.get("tau"), seed=seed, dataset=data.name,
@@ -395,6 +412,7 @@ def row_style(name: str, cfg: dict) -> dict:
 def plot_result(result: dict, fig) -> None:
     """Accuracy against rounds per method and split (mean over seeds; bands ± std), and the final accuracies
     (GHBM's tau sweep: final accuracy against tau)."""
+    from matplotlib.ticker import NullLocator
     runs, cfg = result["runs"], result["config"]
     splits = list(cfg["splits"])
     axes = fig.subplots(1, len(splits) + 1)
@@ -423,7 +441,10 @@ def plot_result(result: dict, fig) -> None:
             ax.errorbar([int(t) for t in taus], m, yerr=s, marker="o", color=style("ghbm")["color"], label=split)
         ax.axvline(1 / cfg["participation"], color="black", linestyle=":", lw=1, label="τ = 1/C")
         ax.set(xscale="log", xlabel="τ (rounds averaged into the momentum)", ylabel="final test accuracy (%)",
-               title=f"GHBM: final accuracy (mean of the last {cfg['last']} rounds) vs τ")
+               title=f"GHBM: final accuracy (mean of the last {cfg['last']} rounds) vs τ"
+               + (f"; bars: ± std over {cfg['seeds']} seeds" if cfg["seeds"] > 1 else ""))
+        ax.set_xticks([int(t) for t in taus], taus)
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.legend(fontsize=7)
     else:
         rows = result["rows"]
@@ -438,9 +459,11 @@ def plot_result(result: dict, fig) -> None:
         ax.set_xticks(x + width * (len(splits) - 1) / 2, [row_style(n, cfg)["label"] for n in names],
                       rotation=60, ha="right", fontsize=7)
         bars = f"error bars: ± std over {cfg['seeds']} seeds" if cfg["seeds"] > 1 else "one seed"
-        ax.set(ylabel="final test accuracy (%)", title=f"final accuracy (mean of the last {cfg['last']} rounds); "
+        means = [c["mean"] for row in rows.values() for c in row.values() if isinstance(c, dict) and "mean" in c]
+        ax.set_ylim(max(0.0, 10 * np.floor(min(means) / 10) - 10), min(100.0, max(means) + 8))
+        ax.set(ylabel="final test accuracy (%)", title=f"final accuracy (mean of the last {cfg['last']} rounds)\n"
                + (f"lighter: {', '.join(splits[1:])}; " if len(splits) > 1 else "") + bars)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", ncol=len(splits))
 
 
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results", root=None,
@@ -455,7 +478,7 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
                    fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
-    rows = tau_rows(done.runs) if experiment == "ghbm-tau" else table(done.runs)
+    rows = {"ghbm-tau": tau_rows, "ghbm-fig1": deviation_rows}.get(experiment, table)(done.runs)
     result = done.record | {"dataset": done.runs[0]["dataset"], "rows": rows,
                             "paper": paper_reference(done.record["config"]), "runs": done.runs}
     paths = write_result(result, Path(out))
@@ -474,7 +497,7 @@ def figure(result: dict):
         return plot_quadratic(result)
     cfg = result["config"]
     fig = Figure(figsize=(6 * (len(cfg["splits"]) + 1), 5))
-    plot_result(result, fig)
+    (plot_deviation if result["experiment"] == "ghbm-fig1" else plot_result)(result, fig)
     fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''} on {result['dataset']}: "
                  f"{cfg['model']}, {cfg['clients']} clients, C = {cfg['participation']:g}, J = {cfg['local_steps']}, "
                  f"{cfg['rounds']} rounds, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}")
@@ -498,7 +521,7 @@ def report(result: dict, per_run: bool = True) -> str:
     if paper_reference(cfg):
         notes.append("Paper columns: the paper's numbers (Table 8 CIFAR-10 CNN / Table 2 Shakespeare), a reference"
                      + (" on the lossy CIFAR-10 copy." if cfg["dataset"] == "cifar10-jpeg" else "."))
-    body = tau_markdown(result) if result["experiment"] == "ghbm-tau" else table_markdown(result)
+    body = {"ghbm-tau": tau_markdown, "ghbm-fig1": deviation_markdown}.get(result["experiment"], table_markdown)(result)
     lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
              f"Machine: {result['machine']}; {result['execution']}", "", " ".join(notes), "", body]
     if per_run:
@@ -507,6 +530,101 @@ def report(result: dict, per_run: bool = True) -> str:
         lines += [f"| {r['split']} | {r['method']} | {r['tau'] or '–'} | {r['seed']} | {100 * r['final']:.1f} | "
                   f"{(r['bytes_up'] + r['bytes_down']) / 1e6:.0f} | {r['client_steps']:,} | {r['wall_seconds']:.0f} |"
                   for r in runs]
+    return "\n".join(lines)
+
+
+# -- Fig. 1: how far the mean of the last tau pseudo-gradients lies from all clients' ---------------------------
+
+class DeviationProbe(FedAvg):
+    """FedAvg that measures Fig. 1 of the GHBM paper every ``every`` rounds: with ``g^k`` round k's server
+    pseudo-gradient (its participants' weighted ``theta^{k-1} - y_i``, taken at past models as eq. (4) reuses
+    them) and ``g_all`` the same over every client from the current model ``theta^{t-1}`` (fresh local runs),
+    ``||mean_{k in (t-tau, t]} g^k - g_all||^2 / ||g_all||^2`` for each tau in ``taus``. The probe's local runs
+    draw from the clients' batch streams (the run is seeded, not the same as an unprobed one)."""
+
+    taus: tuple = (1,)
+    every: int = 1
+
+    def __init__(self, fed, history, cfg):
+        super().__init__(fed, history, cfg)
+        self.past = deque(maxlen=max(self.taus))
+        self.deviation = {"round": [], "tau": {str(t): [] for t in self.taus}}
+
+    def server_step(self, clients, delta, pseudo):
+        self.past.append(pseudo)
+        if (self.round + 1) % self.every == 0 and len(self.past) == self.past.maxlen:
+            everyone = list(range(self.fed.n))
+            jobs = [self.queue.submit(i, self.w, self.K, self.lr, self.cfg.weight_decay) for i in everyone]
+            g_all = self.weights(everyone) @ (self.w - torch.stack([job.result() for job in jobs]))
+            past = torch.stack(list(self.past))
+            self.deviation["round"].append(self.round + 1)
+            for tau in self.taus:
+                gap = past[-tau:].mean(0) - g_all
+                self.deviation["tau"][str(tau)].append(float(gap @ gap / (g_all @ g_all)))
+        super().server_step(clients, delta, pseudo)
+
+
+def deviation_probe(taus, every: int) -> type:
+    """A :class:`DeviationProbe` measuring ``taus`` every ``every`` rounds (for ``run_algorithm(learner_class=)``)."""
+    return type("DeviationProbe", (DeviationProbe,), {"taus": tuple(int(t) for t in taus), "every": int(every)})
+
+
+def deviation_rows(runs: list[dict]) -> dict:
+    """``ghbm-fig1``: ``rows[split][str(tau)]`` = the relative deviation averaged over a run's measurements:
+    ``mean``, ``std``, ``per_seed`` over seeds."""
+    rows: dict = {}
+    for r in runs:
+        for tau, values in r["deviation"]["tau"].items():
+            rows.setdefault(r["split"], {}).setdefault(tau, []).append(float(np.mean(values)))
+    return {split: {tau: _stats(v) for tau, v in by.items()} for split, by in rows.items()}
+
+
+def plot_deviation(result: dict, fig) -> None:
+    """Fig. 1: the relative deviation against rounds, one line per tau and a panel per split; then its mean
+    against tau beside Lemma 4.4's factor ``E[((n - |S_tau|)/n)^2]`` (uniform sampling)."""
+    from matplotlib.ticker import NullLocator
+    runs, cfg = result["runs"], result["config"]
+    splits, taus = list(cfg["splits"]), [str(t) for t in cfg["probe_taus"]]
+    axes = fig.subplots(1, len(splits) + 1)
+    shades = {"taus": list(cfg["probe_taus"])}
+    for ax, split in zip(axes, splits):
+        rs = [r for r in runs if r["split"] == split]
+        t = rs[0]["deviation"]["round"]
+        for tau in taus:
+            values = np.asarray([r["deviation"]["tau"][tau] for r in rs])
+            st = row_style(f"ghbm tau={tau}", shades)
+            ax.plot(t, values.mean(0), color=st["color"], linestyle=st["linestyle"], label=f"τ = {tau}")
+        ax.set(yscale="log", xlabel="round (simulated time)", ylabel="‖mean of last τ pseudo-gradients − all "
+               "clients'‖² / ‖all‖²", title=f"{split}: deviation of the τ-averaged pseudo-gradient"
+               + (f" (mean of {cfg['seeds']} seeds)" if cfg["seeds"] > 1 else ""))
+        ax.legend(fontsize=7)
+    ax = axes[-1]
+    for k, split in enumerate(splits):
+        cells = result["rows"][split]
+        ax.errorbar([int(t) for t in taus], [cells[t]["mean"] for t in taus], yerr=[cells[t]["std"] for t in taus],
+                    marker="o", color=style("ghbm")["color"], alpha=1.0 - 0.45 * k, label=f"{split}, measured")
+    n, s = cfg["clients"], round(cfg["participation"] * cfg["clients"])
+    ax.plot([int(t) for t in taus], [unseen_fraction_moment(n, s, int(t)) for t in taus], color="black",
+            linestyle=":", marker=".", label="Lemma 4.4's factor E[((n − |S_τ|)/n)²]")
+    ax.axvline(1 / cfg["participation"], color="gray", linestyle="--", lw=1, label="τ = 1/C")
+    ax.set(xscale="log", yscale="log", xlabel="τ (rounds averaged)", ylabel="mean relative deviation",
+           title="mean over the run" + (" (bars: ± std over seeds)" if cfg["seeds"] > 1 else ""))
+    ax.set_xticks([int(t) for t in taus], taus)
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.legend(fontsize=7)
+
+
+def deviation_markdown(result: dict) -> str:
+    cfg, rows = result["config"], result["rows"]
+    splits = list(cfg["splits"])
+    n, s = cfg["clients"], round(cfg["participation"] * cfg["clients"])
+    lines = ["Relative deviation ‖mean of the last τ server pseudo-gradients − all clients' pseudo-gradient at "
+             "the current model‖² / ‖all‖², averaged over the run (measured every "
+             f"{cfg['eval_every']} rounds of FedAvg), beside Lemma 4.4's factor for uniform sampling:", "",
+             "| τ | " + " | ".join(splits) + " | E[((n − abs(S_τ))/n)²] |", "|---" * (len(splits) + 2) + "|"]
+    for tau in (str(t) for t in cfg["probe_taus"]):
+        cells = [f"{rows[sp][tau]['mean']:.3g} ± {rows[sp][tau]['std']:.2g}" for sp in splits]
+        lines.append(f"| {tau} | " + " | ".join(cells) + f" | {unseen_fraction_moment(n, s, int(tau)):.3g} |")
     return "\n".join(lines)
 
 
@@ -673,5 +791,5 @@ EXPERIMENTS = {**SETTINGS, "ghbm-quadratic": QuadraticSetting}
 
 __all__ = ["TABLE_METHODS", "HYPER", "PAPER", "DATASETS", "GhbmSetting", "EXPERIMENTS", "setting", "load_task",
            "client_parts", "final_accuracy", "compute_run", "run_key", "same_run", "run_grid", "grid", "table",
-           "tau_rows", "cost_to_reach", "run_experiment", "write_result", "report", "QuadraticSetting",
+           "tau_rows", "cost_to_reach", "DeviationProbe", "deviation_probe", "deviation_rows", "run_experiment", "write_result", "report", "QuadraticSetting",
            "QUADRATIC_METHODS", "quadratic_run", "run_quadratic"]

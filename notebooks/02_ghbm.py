@@ -1,0 +1,334 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · GHBM: momentum that remembers the clients it did not see
+#
+# *Communication-Efficient Heterogeneous Federated Learning with Generalized Heavy-Ball Momentum* (GHBM;
+# Zaccone et al., 2024). In synchronous federated learning a server samples a fraction `C` of the clients each round (here
+# 10 of 100); each trains `J` local SGD steps from the server model and the server averages. When clients hold
+# very different data (α = 0: **one class per client**), two things go wrong:
+#
+# - **client drift**: during its `J` steps a client walks toward *its own* optimum;
+# - **biased momentum**: classical momentum (FedCM) adds the last round's update to every local step — but
+#   that update came from the 10 clients of the last round, not from the federation.
+#
+# GHBM's idea (eq. (7)): make the momentum the average update of the last `τ` rounds,
+# `β/(τJ)·(θ^{t−1} − θ^{t−τ−1})` added to every local step. With `τ = 1/C` the last `τ` rounds have seen,
+# on average, every client. LocalGHBM and FedHBM get the same effect without any extra message, from each
+# client's own memory of its previous participation.
+#
+# The questions: **does averaging over `τ` rounds remove the bias, what does it cost, and how much accuracy
+# does it buy?** (1) a quadratic where everything is exact; (2) how far a `τ`-average lies from the
+# federation's update (the paper's Fig. 1); (3) the `τ` sweep; (4) every method of Table 2 on one picture;
+# (5) the theory's calculators. Every live cell runs in seconds on two CPU cores, seeded; the paper-scale
+# numbers of the paper appear only as labelled references beside ours.
+
+# %%
+import json
+from pathlib import Path
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+from IPython.display import Markdown, display
+
+from afl.algorithms import make_federation, run_algorithm
+from afl.plots import style
+from afl.repro import ghbm as gh
+from afl.sim.schedule import RoundSampler
+from afl.theory import ghbm as theory
+
+root = next((d for d in (Path.cwd(), *Path.cwd().parents) if (d / "pyproject.toml").is_file()), Path.cwd())
+
+
+def committed(name):
+    """A result committed under results/ by `afl repro` (None, with the command to make it, if absent)."""
+    path = root / "results" / f"{name}.json"
+    if not path.is_file():
+        print(f"results/{name}.json is missing: run `afl repro {name}` (or with --quick) first")
+        return None
+    return json.loads(path.read_text())
+
+
+# %% [markdown]
+# ## 1. A quadratic where everything is exact (App. C.9, Fig. 9)
+#
+# Ten clients, each with its own quadratic `f_i(x) = ½ (x − b_i)ᵀ A_i (x − b_i)` in 20 dimensions (different
+# curvatures `A_i`, optima `b_i` far apart), exact gradients, two clients per round **cyclically** (the same
+# five pairs in turn, Assumption 4.3), `β = 0.9`. Five lines:
+#
+# - **FedCM** with two clients per round, and **FedCM with every client** (the target);
+# - **GHBM τ = 1/C = 5** exactly as the paper runs it (Algorithm 2, eq. (7));
+# - **GHBM as analysed** in the paper's proofs (eq. (4): momentum from the mean of the last `τ` rounds'
+#   *gradients*, in the FedAvg-M form of Cheng et al. 2024);
+# - **FedAvg** with two clients per round, no momentum.
+#
+# The knobs: local steps `J`, clients per round, `τ` and `β`.
+
+# %%
+def show_quadratic(J=5, per_round=2, tau=5, beta=0.9):
+    cfg = gh.QuadraticSetting(per_round=per_round, beta=beta, steps=(J,))
+    curves = {"fedcm": gh.quadratic_run(cfg, J, 1, per_round), "ghbm": gh.quadratic_run(cfg, J, tau, per_round),
+              "ghbm-eq4": gh.quadratic_run(cfg, J, tau, per_round, "window"),
+              "fedavg": gh.quadratic_run(cfg, J, 1, per_round, "none"),
+              "fedcm-full": gh.quadratic_run(cfg, J, 1, cfg.clients)}
+    labels = {"fedcm": f"FedCM, {per_round} per round", "ghbm": f"GHBM τ = {tau} as run (eq. 7)",
+              "ghbm-eq4": f"GHBM τ = {tau} as analysed (eq. 4)", "fedavg": f"FedAvg, {per_round} per round",
+              "fedcm-full": "FedCM, every client"}
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for m, loss in curves.items():
+        st = style(m)
+        ax.plot(np.maximum(loss, 1e-12), color=st["color"], ls=st["linestyle"], lw=2.2 if m == "ghbm-eq4" else 1.3,
+                label=labels[m])
+    ax.set(yscale="log", xlabel="round (simulated time)", ylabel="training loss f(x) − f* (floored at 1e-12)",
+           title=f"10 quadratics, {per_round} clients per round cyclically (1/C = {10 // per_round}), J = {J}, "
+                 f"β = {beta}")
+    ax.legend(fontsize=8)
+    plt.show()
+
+
+quad_knobs = {"J": widgets.IntSlider(value=5, min=1, max=20, description="J", continuous_update=False),
+              "per_round": widgets.Dropdown(options=[1, 2, 5], value=2, description="per round"),
+              "tau": widgets.IntSlider(value=5, min=1, max=20, description="τ", continuous_update=False),
+              "beta": widgets.FloatSlider(value=0.9, min=0.0, max=0.95, step=0.05, description="β",
+                                          continuous_update=False)}
+display(widgets.VBox([widgets.HBox(list(quad_knobs.values())), widgets.interactive_output(show_quadratic, quad_knobs)]))
+show_quadratic()
+
+# %% [markdown]
+# What to notice:
+#
+# - **FedCM with two clients per round stalls** about a hundred times above FedCM with every client — the
+#   paper's Fig. 9 — and so does FedAvg: each round pulls the model toward the optimum of the pair that took
+#   part, and the model circles around the federation's optimum.
+# - **GHBM as analysed (eq. 4) goes all the way down to FedCM with every client**, after a slower start (it
+#   first has to fill its window of `τ` rounds). Set `τ` to anything but `1/C` and it no longer does.
+# - **GHBM as run (eq. 7) ends exactly on FedAvg's circle.** A surprise, and simple: on a cycle that repeats
+#   every `τ` rounds, `θ^{t−1} = θ^{t−τ−1}`, so eq. (7)'s momentum is zero there — the momentum speeds the
+#   descent up but cannot damp a cycle of period `τ`. The paper's deep-learning results use eq. (7); there the
+#   models never settle into such a cycle. `tests/test_repro_ghbm.py` checks both facts.
+#
+# The paper leaves the quadratic's dimension, heterogeneity and learning rates unstated; ours are in
+# `gh.QuadraticSetting`, and `afl repro ghbm-quadratic` writes the four-panel picture for J = 1, 5, 10, 20:
+
+# %%
+result = committed("ghbm-quadratic")
+if result:
+    display(Markdown(gh.report(result)))
+    fig = gh.figure(result)
+    display(fig)
+
+# %% [markdown]
+# ## 2. How far is the τ-average from the federation's update? (Fig. 1, Lemma 4.4)
+#
+# During a FedAvg run on non-IID data we stop every few rounds and ask *every* client for its update from
+# the current model; then we compare the mean of the last `τ` rounds' server updates (taken at older models)
+# with it: `‖mean of the last τ pseudo-gradients − all clients'‖² / ‖all clients'‖²`. Lemma 4.4 bounds the
+# error by the squared fraction of clients that the last `τ` rounds have *not* seen, `E[((n − |S_τ|)/n)²]`,
+# times the heterogeneity; older updates add a lag. (`afl repro ghbm-fig1`; its command is printed.)
+
+# %%
+result = committed("ghbm-fig1")
+if result:
+    display(Markdown(gh.report(result, per_run=False)))
+    display(gh.figure(result))
+
+# %% [markdown]
+# What to notice: with one class per client, one round's update lies about three times its own length away
+# from the federation's (relative deviation ≈ 3); averaging the last `τ = 1/C = 10` rounds brings it down
+# about three-fold, and beyond that little more is gained: the deviation levels off near 1, because the old
+# updates were taken at models that have since moved (the **lag**). With IID clients there is less bias to
+# remove, and at `τ = 40` the lag makes it worse again. Lemma 4.4's factor (dotted) keeps falling: it counts
+# unseen clients and assumes every update taken at the current model (eq. (3)), which partial participation
+# cannot do — the measured curve is what eq. (4)'s reuse of old updates really gets.
+#
+# The theory's factor, for any federation: uniform sampling (what the experiments use) against cyclic
+# (Assumption 4.3). Under uniform sampling the last `1/C` rounds still miss a third of the clients (`(1 − C)^{1/C}
+# ≈ e^{−1}`), and it takes the **coupon collector's** time — about five times `1/C` at `C = 0.1`, right
+# panel — before all 100 clients have taken part.
+
+# %%
+def show_unseen(n=100, s=10):
+    taus = np.arange(1, 6 * n // s + 1)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
+    for sampling, ls in (("uniform", "-"), ("cyclic", "--")):
+        ax1.plot(taus, [theory.unseen_fraction_moment(n, s, int(t), sampling) for t in taus], ls=ls,
+                 color=style("ghbm")["color"], label=f"{sampling} sampling")
+    ax1.axvline(n / s, color="gray", ls=":", label="τ = 1/C")
+    ax1.set(xlabel="τ (rounds)", ylabel="E[((n − |S_τ|)/n)²]", yscale="log", ylim=(1e-6, 1.5),
+            title=f"Lemma 4.4's factor (n = {n}, s = {s})")
+    ax1.legend(fontsize=8)
+    pmf = theory.cover_time_pmf(n, s)
+    sampler = RoundSampler(n, s, "uniform", seed=0)
+    covers, r = [], 0
+    for _ in range(300):                          # 300 simulated covers of the federation by uniform sampling
+        seen, start = set(), r
+        while len(seen) < n:
+            seen.update(sampler(r))
+            r += 1
+        covers.append(r - start)
+    ax2.plot(np.arange(len(pmf)), pmf, color="black", label=f"exact, E[T] = {theory.expected_cover_time(n, s):.1f}")
+    ax2.hist(covers, bins=np.arange(0, len(pmf)) - 0.5, density=True, alpha=0.4, color=style("ghbm")["color"],
+             label=f"300 simulated covers (mean {np.mean(covers):.1f})")
+    ax2.set(xlim=(0, np.nonzero(pmf > 1e-4)[0].max() + 1), xlabel="rounds until every client has been sampled",
+            ylabel="probability", title="coupon collector: rounds to see every client")
+    ax2.legend(fontsize=8)
+    plt.show()
+
+
+unseen_knobs = {"n": widgets.IntSlider(value=100, min=10, max=200, step=10, description="clients n",
+                                       continuous_update=False),
+                "s": widgets.IntSlider(value=10, min=1, max=50, description="per round s", continuous_update=False)}
+display(widgets.VBox([widgets.HBox(list(unseen_knobs.values())), widgets.interactive_output(show_unseen,
+                                                                                             unseen_knobs)]))
+show_unseen()
+
+# %% [markdown]
+# ## 3. The τ sweep (Fig. 2)
+#
+# GHBM on one class per client, `τ` from 1 (= FedCM) to 40. The committed result is our CPU setting
+# (Fashion-MNIST, a 784-200-200-10 MLP, 100 clients, `C = 0.1`, `J = 8` steps of 64, the paper's CIFAR
+# hyperparameters; its command says how many rounds and seeds): it shows the shape, not the paper's CIFAR numbers.
+
+# %%
+result = committed("ghbm-tau")
+if result:
+    display(Markdown(gh.report(result, per_run=False)))
+    display(gh.figure(result))
+
+# %% [markdown]
+# What to notice: accuracy climbs from `τ = 1` to about `τ = 1/C = 10` and falls beyond it, where the lag of
+# old updates outweighs the bias they remove — the trade-off of Sec. 3.3.
+#
+# **Your turn.** A small live version: FedAvg, FedCM and GHBM on Fashion-MNIST, 100 rounds, one seed (about
+# 20 s; one seed of a short run is noisy — read the legend's mean of the last 20 rounds, and rerun to compare). Turn `τ`, the participation `C`, the momentum `β` (FedCM's and GHBM's) and the heterogeneity α
+# (0: one class per client; large: IID).
+
+# %%
+live = gh.setting("ghbm-table2", quick=True, rounds=100, eval_every=5, last=20)
+data = gh.load_task(live)
+
+
+def race(tau=10, C=0.1, beta=0.9, alpha=0.0):
+    cfg = gh.setting("ghbm-table2", quick=True, rounds=100, eval_every=5, last=20, participation=C)
+    parts = gh.client_parts(cfg, data, f"alpha={alpha}", seed=0)
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    for method in ("fedavg", "fedcm", "ghbm"):
+        algorithm, kw = cfg.run_kwargs(method, tau)
+        kw |= {"fedcm": {"alpha": 1 - beta}, "ghbm": {"beta": beta}}.get(method, {})
+        fed = make_federation(data, cfg.model, cfg.clients, batch_size=cfg.batch, seed=0, parts=parts)
+        curve = run_algorithm(algorithm, fed, total_time=cfg.rounds, eval_every=cfg.eval_every, **kw)["curve"]
+        st = style(method)
+        final = 100 * gh.final_accuracy(curve, cfg.rounds, cfg.last)
+        ax.plot(curve["time"], 100 * np.array(curve["accuracy"]), color=st["color"], ls=st["linestyle"],
+                label=st["label"] + (f" τ = {tau}" if method == "ghbm" else "") + f": {final:.1f} % (last 20 rounds)")
+    ax.set(xlabel="round (simulated time)", ylabel="test accuracy (%)",
+           title=f"Fashion-MNIST, 100 clients, C = {C}, α = {alpha}, β = {beta}, one seed")
+    ax.legend(fontsize=8)
+    plt.show()
+
+
+race_knobs = {"tau": widgets.IntSlider(value=10, min=1, max=40, description="τ", continuous_update=False),
+              "C": widgets.Dropdown(options=[0.05, 0.1, 0.2], value=0.1, description="C"),
+              "beta": widgets.FloatSlider(value=0.9, min=0.0, max=0.95, step=0.05, description="β",
+                                          continuous_update=False),
+              "alpha": widgets.Dropdown(options=[0.0, 0.1, 1.0, 10000.0], value=0.0, description="α")}
+display(widgets.VBox([widgets.HBox(list(race_knobs.values())), widgets.interactive_output(race, race_knobs)]))
+race()
+
+# %% [markdown]
+# ## 4. Every method on one picture (Table 2)
+#
+# The committed grid: FedAvg, the drift correctors (SCAFFOLD, MimeMom), FedCM in partial and in full
+# participation, and the three GHBM variants, on one class per client (`noniid`) and IID, each method with the
+# paper's tuned hyperparameters (Table 7). Bytes and client steps to reach FedAvg's final accuracy are Table 4's
+# cost. Paper-scale columns (CIFAR-10, 20,000 rounds; Shakespeare, 250 rounds) need a GPU: the commands are in
+# the results' markdown and the README.
+
+# %%
+result = committed("ghbm-table2")
+if result:
+    display(Markdown(gh.report(result, per_run=False)))
+    display(gh.figure(result))
+
+# %% [markdown]
+# What to notice: on one class per client the methods that bring the whole federation into every local step —
+# FedHBM and LocalGHBM from each client's own memory, GHBM from the server's last `τ` models, MimeMom and
+# SCAFFOLD from extra messages — end 7–9 points above FedAvg; FedCM, whose momentum remembers mostly the last
+# round, gains under 2. On IID data FedAvg, SCAFFOLD, MimeMom and FedCM end together, and the GHBM family ends
+# about 4 points higher: after 300 rounds nothing has converged, and heavy-ball momentum with `β = 0.9` takes
+# ten times larger steps (the paper, after 20,000 rounds, has them within a point — its App. C.10 warns that
+# short budgets mislead). Then read Table 4's column: FedHBM and LocalGHBM send **no** extra bytes per round and
+# reach FedAvg's accuracy with half its bytes; SCAFFOLD sends twice FedAvg's bytes per round, MimeMom 2.5 times.
+
+# %% [markdown]
+# ## 5. The theory's rates (Table 1)
+#
+# Table 1 compares the convergence bounds of FedAvg, FedCM, SCAFFOLD-M, FedAvg-M and GHBM on
+# `(1/T) Σ E‖∇f(θ^t)‖²`, up to constants. The knob: participation `C`, heterogeneity `G` and local steps `J`.
+
+# %%
+def show_rates(C=0.1, G=1.0, J=8):
+    T = np.logspace(2, 6, 40)
+    r = theory.rates(T, C=C, G=G, J=J)
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    lines = {"fedavg_full": ("fedavg", ":", "FedAvg, every client"), "fedavg_partial": ("fedavg", "-", "FedAvg"),
+             "fedcm": ("fedcm", "-", "FedCM"), "fedavg_m_full": ("fedavgm", ":", "FedAvg-M, every client"),
+             "scaffold_m": ("scaffold-m", "--", "SCAFFOLD-M"), "ghbm": ("ghbm", "-", "GHBM, cyclic, τ = 1/C")}
+    for key, value in r.items():
+        method, ls, label = lines[key]
+        ax.loglog(T, value, color=style(method)["color"], ls=ls, label=label)
+    ax.set(xlabel="rounds T", ylabel="bound on mean ‖∇f‖² (constants dropped)",
+           title=f"Table 1's rates: C = {C}, G = {G}, J = {J} (L, Δ, σ² = 1)")
+    ax.legend(fontsize=8)
+    plt.show()
+
+
+rate_knobs = {"C": widgets.FloatLogSlider(value=0.1, base=10, min=-2, max=0, description="C", continuous_update=False),
+              "G": widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, description="G", continuous_update=False),
+              "J": widgets.IntSlider(value=8, min=1, max=50, description="J", continuous_update=False)}
+display(widgets.VBox([widgets.HBox(list(rate_knobs.values())), widgets.interactive_output(show_rates, rate_knobs)]))
+show_rates()
+
+# %% [markdown]
+# What to notice: FedCM's bound grows with the heterogeneity `G` (raise it) and falls only like `T^{−2/3}`;
+# GHBM's, under cyclic participation with `τ = 1/C`, does not depend on `G` at all and matches FedAvg-M with
+# every client (its line covers theirs) — the paper's central claim, and section 1's quadratic in one picture.
+# (The FedAvg rates shown assume bounded heterogeneity inside their constants.)
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. In section 1, set `τ = 4` with two clients per round. Why does GHBM as analysed stop short of FedCM with
+#    every client? Compute `theory.unseen_fraction_moment(10, 2, 4, "cyclic")`.
+# 2. Prove the section 1 surprise: on a cycle of period `τ`, eq. (7)'s momentum is zero. Why does this not make
+#    GHBM useless in deep learning? (Hint: look at the first 100 rounds of the picture.)
+# 3. In section 3's race, find the participation `C` at which FedCM and GHBM end together. Relate it to
+#    Lemma 4.4.
+# 4. Run `afl repro ghbm-tau --quick --set sampling=cyclic`: does cyclic participation move the best `τ`?
+# 5. `afl.algorithms.ghbm` has `localghbm` and `fedhbm` with `momentum_scale="C"` (the authors' code) or
+#    `"tau_i"` (the paper). Compare them in section 3's race (use `run_algorithm(..., momentum_scale=...)`).
+
+# %% [markdown]
+# ## References
+#
+# - R. Zaccone, S. U. Stich, C. Masone, M. Ciccone. *Communication-Efficient Heterogeneous Federated Learning
+#   with Generalized Heavy-Ball Momentum*, 2024. Eqs. (3)–(7), Algorithms 1–2, Lemma 4.4, Corollary 4.5,
+#   Table 1, Table 2, Table 7, Fig. 1, Fig. 2 and App. C.9 are cited from it. Code: github.com/RickZack/GHBM.
+# - Z. Cheng, X. Huang, P. Wu, K. Yuan. *Momentum Benefits Non-IID Federated Learning Simply and Provably*,
+#   ICLR 2024.
+# - J. Xu, S. Wang, L. Wang, A. C.-C. Yao. *FedCM: Federated Learning with Client-level Momentum*, 2021.
+# - S. P. Karimireddy et al. *SCAFFOLD* (ICML 2020) and *Mime* (2021).
