@@ -455,7 +455,7 @@ def plot_result(result: dict, fig) -> None:
             m = [rows[n].get(split, {}).get("mean", np.nan) for n in names]
             s = [rows[n].get(split, {}).get("std", 0) for n in names]
             ax.bar(x + k * width, m, width, yerr=s, color=[row_style(n, cfg)["color"] for n in names],
-                   alpha=1.0 - 0.45 * k, label=split)
+                   alpha=1.0 - 0.6 * k / max(1, len(splits) - 1), label=split)
         ax.set_xticks(x + width * (len(splits) - 1) / 2, [row_style(n, cfg)["label"] for n in names],
                       rotation=60, ha="right", fontsize=7)
         bars = f"error bars: ± std over {cfg['seeds']} seeds" if cfg["seeds"] > 1 else "one seed"
