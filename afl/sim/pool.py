@@ -1,0 +1,147 @@
+"""One client pool shared by several tasks, each with its own buffer (FedAST, Askin et al., Sec. 3 and Algorithm 2,
+with the request rules of the authors' code, askinb/FedAST ``server.async_run_fedast``).
+
+Task m keeps ``requests`` (R_m) local-training requests active. A request goes to a client drawn uniformly from
+all ``n``, carries the task's current model version, and is served first come, first served
+(:class:`~afl.sim.queues.FCFSQueues`): it ends at ``max(send time, the client's last finish) + duration``, the
+duration being ``steps`` times one draw of the client's step time for that task (``profile.request_time`` with
+``per_step=False``, as the code draws it). When an update of task m arrives, the server puts it in the task's buffer,
+steps once ``buffer`` (b_m) updates are in, and then sends up to ``max_new`` (the code's 2) new requests to bring
+the task back to R_m, never above the total budget ``sum_m R_m``. **Availability**: with ``cap`` set, at most
+``cap`` distinct clients hold requests at once; a request drawn for a client outside them while ``cap`` are busy
+is dropped (the deficit is made up at the task's next arrivals, two at most each). Unlike the code, the cap is
+applied to the first requests too.
+
+FedAST's delays (App. C.6): ``three_speed(n, base=ShiftedExponential(shift=0.5, mean=1.0),
+costs=[FEDAST_MODEL_COSTS[...]])`` gives a job ``27 x (Exp(mean e s) + e s / 2)`` for a task of cost e on a client
+of speed factor s (1.3 / 1 / 0.7).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from afl.errors import check, check_int, check_real
+from afl.sim.clock import EventQueue
+from afl.sim.queues import FCFSQueues
+from afl.sim.speeds import SpeedProfile
+from afl.sim.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class PoolTask:
+    """One task's share of the pool: ``requests`` active requests (R_m), a buffer of ``buffer`` updates (b_m),
+    ``steps`` local steps per request (tau_m); ``name`` labels it in timelines and pictures (default: its index)."""
+
+    requests: int
+    buffer: int
+    steps: int = 27
+    name: str = ""
+
+    def __post_init__(self):
+        check_int("requests", self.requests, 1)
+        check_int("buffer", self.buffer, 1)
+        check_int("steps", self.steps, 1)
+
+
+@dataclass(frozen=True)
+class Update:
+    """A finished request of ``task``: sent at ``sent`` with model version ``version``, served by ``client``
+    from ``start`` to ``end``; ``staleness`` = server rounds of the task between sending and arrival."""
+
+    task: int
+    client: int
+    sent: float
+    start: float
+    end: float
+    version: int
+    staleness: int
+
+
+@dataclass
+class PoolSchedule:
+    """What :func:`simulate_pool_schedule` returns: every arrived update in arrival order, each task's server-step
+    times, the dropped requests (cap reached) and the busy-client count after every event."""
+
+    profile: SpeedProfile
+    tasks: tuple
+    timeline: Timeline
+    updates: list = field(default_factory=list)
+    server_steps: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)
+    busy_clients: list = field(default_factory=list)
+
+    def round_times(self, task: int) -> np.ndarray:
+        """Lengths of task ``task``'s server rounds (time between successive steps, from 0)."""
+        return np.diff(np.concatenate([[0.0], self.server_steps[task]]))
+
+    def staleness(self, task: int) -> np.ndarray:
+        return np.array([u.staleness for u in self.updates if u.task == task], dtype=int)
+
+
+def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int | None = None, seed=0,
+                           max_new: int = 2, learner=None) -> PoolSchedule:
+    """Simulate ``tasks`` (:class:`PoolTask`, one per model of ``profile``'s costs) sharing ``profile``'s clients
+    until ``t_end``. ``learner`` (optional) is told ``on_request(task, client, t)`` when a request is sent (train
+    from the task's current model), ``on_update(task, client, t)`` when it arrives and ``on_server_step(task, t,
+    updates)`` when the task's buffer is full."""
+    tasks = tuple(tasks)
+    check(len(tasks) >= 1 and all(isinstance(k, PoolTask) for k in tasks), "tasks", tasks, "PoolTask objects")
+    check(len(profile.costs) >= len(tasks), "profile", f"{len(profile.costs)} model costs",
+          f"one cost per task ({len(tasks)}): SpeedProfile.with_costs")
+    t_end = check_real("t_end", t_end, 0, strict_low=True)
+    n = profile.n
+    if cap is not None:
+        cap = check_int("cap", cap, 1, n, hint="distinct busy clients, at most n")
+    max_new = check_int("max_new", max_new, 1)
+    clock = EventQueue(seed)
+    rng = clock.rng
+    fcfs = FCFSQueues(n)
+    held = np.zeros(n, dtype=int)                        # requests each client holds (in service or queued)
+    active = [0] * len(tasks)
+    version = [0] * len(tasks)
+    buffers: list[list[Update]] = [[] for _ in tasks]
+    budget = sum(k.requests for k in tasks)
+    out = PoolSchedule(profile, tasks, Timeline.for_profile(profile), server_steps=[[] for _ in tasks])
+
+    def send(m: int, t: float) -> None:
+        c = int(rng.integers(n))
+        if cap is not None and held[c] == 0 and int(np.count_nonzero(held)) >= cap:
+            out.dropped.append((m, t))
+            return
+        start, end = fcfs.submit(c, t, profile.request_time(rng, c, tasks[m].steps, model=m, per_step=False))
+        held[c] += 1
+        active[m] += 1
+        out.timeline.add(c, start, end, "train", tasks[m].steps, task=tasks[m].name or m)
+        clock.push(end, "update", task=m, client=c, sent=t, start=start, version=version[m])
+        if learner is not None:
+            learner.on_request(m, c, t)
+
+    for m, task in enumerate(tasks):
+        for _ in range(task.requests):
+            send(m, 0.0)
+    while clock.peek() is not None and clock.peek().time <= t_end:
+        e = clock.pop()
+        m, c, t = e["task"], e["client"], e.time
+        held[c] -= 1
+        active[m] -= 1
+        u = Update(m, c, e["sent"], e["start"], t, e["version"], version[m] - e["version"])
+        out.updates.append(u)
+        buffers[m].append(u)
+        if learner is not None:
+            learner.on_update(m, c, t)
+        if len(buffers[m]) == tasks[m].buffer:
+            version[m] += 1
+            out.server_steps[m].append(t)
+            out.timeline.flush(t, [b.client for b in buffers[m]], task=tasks[m].name or m)
+            if learner is not None:
+                learner.on_server_step(m, t, buffers[m])
+            buffers[m] = []
+        for _ in range(min(tasks[m].requests - active[m], budget - sum(active), max_new)):
+            send(m, t)
+        out.busy_clients.append((t, int(np.count_nonzero(held))))
+    return out
+
+
+__all__ = ["PoolTask", "Update", "PoolSchedule", "simulate_pool_schedule"]
