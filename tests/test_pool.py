@@ -60,6 +60,9 @@ def test_cap_budget_and_learner_calls_on_fedast_delays():
     assert max(b for _, b in out.busy_clients) <= 150 and len(out.dropped) > 0
     assert spy.steps == [len(s) for s in out.server_steps] and min(spy.steps) > 10
     assert all(u.staleness >= 0 for u in out.updates)
+    for c in {u.client for u in out.updates}:                 # a client's requests arrive in the order sent
+        sent = [u.sent for u in out.updates if u.client == c]
+        assert sent == sorted(sent)
     # the cheaper task (mnist, cost 0.148) steps more often than cifar10 (0.228)
     assert len(out.server_steps[0]) > len(out.server_steps[1])
     again = simulate_pool_schedule(profile, tasks, t_end=60, cap=150, seed=1)

@@ -85,7 +85,8 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
     """Simulate ``tasks`` (:class:`PoolTask`, one per model of ``profile``'s costs) sharing ``profile``'s clients
     until ``t_end``. ``learner`` (optional) is told ``on_request(task, client, t)`` when a request is sent (train
     from the task's current model), ``on_update(task, client, t)`` when it arrives and ``on_server_step(task, t,
-    updates)`` when the task's buffer is full."""
+    updates)`` when the task's buffer is full. A client serves its requests in the order they were sent (FCFS), so
+    a learner can match each arrival to its request by keeping, per (task, client), its requests in order."""
     tasks = tuple(tasks)
     check(len(tasks) >= 1 and all(isinstance(k, PoolTask) for k in tasks), "tasks", tasks, "PoolTask objects")
     check(len(profile.costs) >= len(tasks), "profile", f"{len(profile.costs)} model costs",
