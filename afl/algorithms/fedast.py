@@ -1,0 +1,103 @@
+"""FedAST (Askin, Sharma, Joe-Wong, Joshi; ``shared/papers/004_*``, Algorithm 2, static option S): M models trained
+at once over one client pool (:func:`afl.sim.simulate_pool_schedule`).
+
+Task m keeps R_m requests active. A request carries the task's current model ``x_m^{(v)}``; its client runs
+LocalTrain (Algorithm 1: ``tau_m`` SGD steps at ``eta_c``) and returns ``Delta = (x_m^{(v)} - y) / (tau_m
+eta_c)``. Once ``b_m`` updates are buffered the server steps (Algorithm 2, line 10)
+    x_m <- x_m - eta_s eta_c tau_m (1/b_m) sum Delta  =  x_m - eta_s (1/b_m) sum (x_m^{(v)} - y),
+with each update's own (possibly stale) starting model ``x_m^{(v)}``. Each task trains on its own federation
+(dataset, model, engine, partition over the same n clients); the pool decides who trains what when.
+"""
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import check, check_int, check_real
+from ..sim.pool import PoolTask, simulate_pool_schedule
+from .base import History
+
+
+@dataclass(frozen=True)
+class FedASTTask:
+    """One task's training: client lr ``lr`` (eta_c), server lr ``server_lr`` (eta_s), ``steps`` (tau_m) local
+    steps per request, ``requests`` (R_m) active requests, buffer ``buffer`` (b_m), client weight decay. Defaults:
+    the paper's (App. C: tau = 27, R = 96, b = 3, eta_s = 0.1)."""
+
+    lr: float
+    server_lr: float = 0.1
+    steps: int = 27
+    requests: int = 96
+    buffer: int = 3
+    weight_decay: float = 0.0
+    name: str = ""
+
+    def __post_init__(self):
+        check_real("lr", self.lr, 0, strict_low=True)
+        check_real("server_lr", self.server_lr, 0, strict_low=True)
+        check_real("weight_decay", self.weight_decay, 0)
+        self.pool_task()                                   # checks steps, requests, buffer
+
+    def pool_task(self) -> PoolTask:
+        return PoolTask(self.requests, self.buffer, self.steps, self.name)
+
+
+class FedASTServer:
+    """Algorithm 2's server, driven by :func:`~afl.sim.simulate_pool_schedule`'s hooks: one model, buffer and
+    :class:`~afl.algorithms.base.History` per task. Arrivals are matched to their requests per (task, client) in
+    order (a client serves its requests first come, first served)."""
+
+    def __init__(self, feds, tasks, total_time: float, eval_every: float):
+        self.feds, self.tasks = list(feds), list(tasks)
+        self.w = [fed.init.clone() for fed in self.feds]
+        self.histories = [History(fed.queue, eval_every, total_time) for fed in self.feds]
+        self.pending = defaultdict(deque)
+        self.buffers = [[] for _ in self.tasks]
+
+    def on_request(self, m: int, client: int, t: float) -> None:
+        task, fed = self.tasks[m], self.feds[m]
+        job = fed.queue.submit(client, self.w[m], task.steps, task.lr, task.weight_decay)
+        self.pending[(m, client)].append((self.w[m], job))
+        self.histories[m].counters["bytes_down"] += fed.model_bytes
+
+    def on_update(self, m: int, client: int, t: float) -> None:
+        start, job = self.pending[(m, client)].popleft()
+        self.buffers[m].append(start - job.result())
+        counters = self.histories[m].counters
+        counters["uploads"] += 1
+        counters["client_steps"] += self.tasks[m].steps
+        counters["bytes_up"] += self.feds[m].model_bytes
+
+    def on_server_step(self, m: int, t: float, updates) -> None:
+        self.histories[m].record(t, self.w[m])
+        self.w[m] = self.w[m] - self.tasks[m].server_lr * torch.stack(self.buffers[m]).mean(0)
+        self.buffers[m] = []
+        self.histories[m].counters["server_steps"] += 1
+
+    def finish(self) -> None:
+        for h, w in zip(self.histories, self.w):
+            h.finish(w)
+
+
+def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None, seed=0,
+               max_new: int = 2) -> dict:
+    """Train ``tasks`` (:class:`FedASTTask`), task m on federation ``feds[m]``, over ``profile``'s clients (one
+    cost per task) until ``total_time``. Returns ``{"tasks": [per-task history dict with "model"], "schedule"}``."""
+    feds, tasks = list(feds), list(tasks)
+    check(len(feds) == len(tasks) >= 1, "feds", f"{len(feds)} federations", f"one per task ({len(tasks)})")
+    for m, fed in enumerate(feds):
+        check(fed.n == profile.n, f"feds[{m}]", f"{fed.n} clients", f"the pool's {profile.n} clients")
+    check_int("max_new", max_new, 1)
+    server = FedASTServer(feds, tasks, total_time, eval_every)
+    schedule = simulate_pool_schedule(profile, [t.pool_task() for t in tasks], total_time, cap=cap, seed=seed,
+                                      max_new=max_new, learner=server)
+    for fed in feds:
+        fed.queue.cancel_jobs()                          # requests still out when the time ran out
+    server.finish()
+    return {"tasks": [h.to_dict() | {"model": w, "name": t.name} for h, w, t in zip(server.histories, server.w, tasks)],
+            "schedule": schedule}
+
+
+__all__ = ["FedASTTask", "FedASTServer", "run_fedast"]

@@ -1,0 +1,71 @@
+"""FedAST (Algorithm 2, static): the server's buffered step with stale starting models, checked against a replay
+of the pool's schedule; two tasks on one pool."""
+import numpy as np
+import pytest
+import torch
+
+from afl.algorithms import make_federation
+from afl.algorithms.fedast import FedASTTask, run_fedast
+from afl.data import make_synthetic
+from afl.errors import ParameterError
+from afl.sim import ShiftedExponential, three_speed
+
+DATA = make_synthetic(n_train=400, n_test=100, shape=(1, 28, 28), num_classes=10, seed=2)
+N = 20
+
+
+def federation(seed=0, model="mlp32"):
+    return make_federation(DATA, model, N, batch_size=8, seed=seed, dtype=torch.float64)
+
+
+def pool(costs):
+    return three_speed(N, base=ShiftedExponential(shift=0.5, mean=1.0), seed=0, costs=costs)
+
+
+def replay(schedule, task, m, fed):
+    """Algorithm 2 by hand: every arrival trains from the model version it was sent with."""
+    versions, buffer = [fed.init.clone()], []
+    for u in (u for u in schedule.updates if u.task == m):
+        start = versions[u.version]
+        batches = fed.queue.streams.take(u.client, task.steps)
+        y = fed.engine.run(start[None], batches[None], [task.steps], task.lr, task.weight_decay)[0]
+        buffer.append(start - y)
+        if len(buffer) == task.buffer:
+            versions.append(versions[-1] - task.server_lr * torch.stack(buffer).mean(0))
+            buffer = []
+    return versions[-1], len(versions) - 1
+
+
+def test_fedast_equals_a_replay_of_its_schedule():
+    tasks = [FedASTTask(lr=0.05, server_lr=0.7, steps=3, requests=6, buffer=2, weight_decay=1e-3, name="a"),
+             FedASTTask(lr=0.1, server_lr=0.4, steps=2, requests=4, buffer=3, name="b")]
+    out = run_fedast([federation(0), federation(1)], tasks, pool([0.15, 0.23]), total_time=12, eval_every=4,
+                     cap=8, seed=5)
+    schedule = out["schedule"]
+    assert max(u.staleness for u in schedule.updates) >= 1          # stale updates were exercised
+    for m, task in enumerate(tasks):
+        model, steps = replay(schedule, task, m, federation(m))
+        assert steps == out["tasks"][m]["server_steps"] == len(schedule.server_steps[m]) > 3
+        torch.testing.assert_close(out["tasks"][m]["model"], model, rtol=1e-10, atol=1e-12)
+        uploads = sum(u.task == m for u in schedule.updates)
+        assert out["tasks"][m]["uploads"] == uploads and out["tasks"][m]["client_steps"] == uploads * task.steps
+        assert out["tasks"][m]["curve"]["time"] == [0, 4, 8, 12]
+
+
+def test_fedast_learns():
+    data = make_synthetic(n_train=2000, n_test=400, shape=(1, 28, 28), num_classes=4, seed=0, noise=1.0)
+    fed = make_federation(data, "mlp32", N, batch_size=16, seed=0)
+    out = run_fedast([fed], [FedASTTask(lr=0.05, server_lr=1.0, steps=5, requests=8, buffer=2)], pool([0.2]),
+                     total_time=40, eval_every=10)
+    acc = out["tasks"][0]["curve"]["accuracy"]
+    assert acc[-1] > acc[0] + 0.3
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: FedASTTask(lr=0.0), "lr"), (lambda: FedASTTask(lr=0.1, buffer=0), "buffer"),
+    (lambda: run_fedast([federation()], [FedASTTask(0.1), FedASTTask(0.1)], pool([0.1, 0.1]), 5, 1), "feds"),
+    (lambda: run_fedast([make_federation(DATA, "mlp32", 10, batch_size=8)], [FedASTTask(0.1)], pool([0.1]), 5, 1),
+     "feds")])
+def test_bad_input_names_the_parameter(make, name):
+    with pytest.raises(ParameterError, match=name):
+        make()
