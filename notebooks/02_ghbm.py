@@ -115,11 +115,13 @@ show_quadratic()
 #   paper's Fig. 9 — and so does FedAvg: each round pulls the model toward the optimum of the pair that took
 #   part, and the model circles around the federation's optimum.
 # - **GHBM as analysed (eq. 4) goes all the way down to FedCM with every client**, after a slower start (it
-#   first has to fill its window of `τ` rounds). Set `τ` to anything but `1/C` and it no longer does.
+#   first has to fill its window of `τ` rounds). Set `τ` to another value and it no longer does: a shorter window
+#   misses clients, and a longer one (`τ = 10` here) reuses gradients so old that the lag makes it diverge.
 # - **GHBM as run (eq. 7) ends exactly on FedAvg's circle.** A surprise, and simple: on a cycle that repeats
 #   every `τ` rounds, `θ^{t−1} = θ^{t−τ−1}`, so eq. (7)'s momentum is zero there — the momentum speeds the
-#   descent up but cannot damp a cycle of period `τ`. The paper's deep-learning results use eq. (7); there the
-#   models never settle into such a cycle. `tests/test_repro_ghbm.py` checks both facts.
+#   descent up but cannot damp a cycle of period `τ`. The paper's deep-learning experiments run eq. (7) with
+#   uniform sampling, whose participants do not repeat every `τ` rounds, so no such cycle exists there;
+#   sections 3 and 4 show eq. (7) helping in that setting. `tests/test_repro_ghbm.py` checks both facts.
 #
 # The paper leaves the quadratic's dimension, heterogeneity and learning rates unstated; ours are in
 # `gh.QuadraticSetting`, and `afl repro ghbm-quadratic` writes the four-panel picture for J = 1, 5, 10, 20:
