@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from afl.algorithms import make_federation
+from afl.algorithms import fedast as fedast_module
 from afl.algorithms.fedast import FedASTTask, run_fedast
 from afl.data import make_synthetic
 from afl.errors import ParameterError
@@ -69,3 +70,24 @@ def test_fedast_learns():
 def test_bad_input_names_the_parameter(make, name):
     with pytest.raises(ParameterError, match=name):
         make()
+
+
+def test_normalized_variance_is_algorithm_4():
+    d = torch.tensor([[1.0, 0.0], [3.0, 0.0], [2.0, 2.0], [2.0, -2.0]], dtype=torch.float64)
+    # mean (2, 0); squared distances 1, 1, 4, 4 -> mean 2.5; / ||mean||^2 = 4
+    assert fedast_module.normalized_variance(d) == pytest.approx(2.5 / 4)
+    assert fedast_module.normalized_variance(7 * d) == pytest.approx(2.5 / 4)          # scale-free
+    with pytest.raises(ParameterError, match="deltas"):
+        fedast_module.normalized_variance(d[:1])
+
+
+def test_allocate_chunks_follows_the_codes_greedy_rule():
+    from afl.theory.fedast import realloc_optimum
+    assert fedast_module.allocate_chunks(384, [1, 1, 1, 1]) == [96, 96, 96, 96]
+    out = fedast_module.allocate_chunks(384, [1.0, 3.0, 0.0, 2.0])
+    assert sum(out) == 384 and min(out) >= 32 and out[1] == max(out) and out[2] == 32
+    real = realloc_optimum(384, [1.0, 9.0, 0.0, 4.0], 1, 1, 1)           # weights 1, 3, 0, 2 (sqrt of these)
+    assert np.all(np.abs(np.array(out) - real) <= 32 + 1e-9)             # within one chunk of the real optimum
+    assert fedast_module.allocate_chunks(384, [1, 5, 2, 2], active=[True, False, True, True])[1] == 0
+    with pytest.raises(ParameterError, match="total"):
+        fedast_module.allocate_chunks(64, [1, 1, 1])

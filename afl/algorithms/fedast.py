@@ -19,6 +19,9 @@ from ..errors import check, check_int, check_real
 from ..sim.pool import PoolTask, simulate_pool_schedule
 from .base import History
 
+#: Realloc moves requests in chunks of this many (the authors' code, ``R_bs_ratio``; its buffers are R / 32)
+CHUNK = 32
+
 
 @dataclass(frozen=True)
 class FedASTTask:
@@ -81,6 +84,41 @@ class FedASTServer:
             h.finish(w)
 
 
+def normalized_variance(deltas: torch.Tensor) -> float:
+    """Algorithm 4, line 2: ``(1/V) sum_i ||Delta_i - mean||^2 / ||mean||^2`` over the last V updates ``(V, P)``
+    of a task (any common scale of the updates cancels). Algorithm 3 then weighs tasks by
+    :func:`afl.theory.fedast.realloc_weights` of it: the paper's ``sqrt(eta_s eta_c tau sigma^2)`` or the code's
+    ``eta_s / (eta_c tau^2) sigma^2 / 2`` (whose variance also leaves out bias parameters)."""
+    check(deltas.dim() == 2 and deltas.shape[0] >= 2, "deltas", tuple(deltas.shape), "(V >= 2, P) updates")
+    mean = deltas.mean(0)
+    norm2 = float(mean @ mean)
+    check(norm2 > 0, "deltas", "a zero mean update", "updates whose mean is not zero")
+    return float(((deltas - mean) ** 2).sum(1).mean()) / norm2
+
+
+def allocate_chunks(total: int, weights, chunk: int = CHUNK, active=None) -> list[int]:
+    """Algorithm 3, line 3, in whole chunks as the authors' code does (``redistributeActiveWorks``): every active
+    task first gets one chunk; each further chunk goes to the task whose share ``int(total w_m / sum w) - chunk *
+    (chunks it has)`` is largest (ties: the first). Finished tasks (``active[m]`` False) get 0."""
+    total, chunk = check_int("total", total, 1), check_int("chunk", chunk, 1)
+    w = [check_real("weights", float(x), 0) for x in weights]
+    active = [True] * len(w) if active is None else [bool(a) for a in active]
+    check(len(active) == len(w) >= 1, "active", active, f"one flag per task ({len(w)})")
+    check(any(active), "active", active, "at least one task still training")
+    w = [x if a else 0.0 for x, a in zip(w, active)]
+    left = total - chunk * sum(active)
+    check(left >= 0, "total", total, f"at least one chunk of {chunk} per active task ({sum(active)})")
+    scale = sum(w) or 1.0
+    share = [int(total * x / scale) - chunk if a else -float("inf") for x, a in zip(w, active)]
+    out = [chunk if a else 0 for a in active]
+    while left > 0:
+        m = share.index(max(share))
+        out[m] += min(chunk, left)
+        share[m] -= chunk
+        left -= chunk
+    return out
+
+
 def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None, seed=0,
                max_new: int = 2) -> dict:
     """Train ``tasks`` (:class:`FedASTTask`), task m on federation ``feds[m]``, over ``profile``'s clients (one
@@ -100,4 +138,4 @@ def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: 
             "schedule": schedule}
 
 
-__all__ = ["FedASTTask", "FedASTServer", "run_fedast"]
+__all__ = ["CHUNK", "FedASTTask", "FedASTServer", "normalized_variance", "allocate_chunks", "run_fedast"]
