@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import check_real
+from .fedavg import FedAvgMSettings
 from .registry import register, synchronous
 from .rounds import Drift, RoundLearner, RoundSettings
 
@@ -31,15 +31,8 @@ class MimeSettings(RoundSettings):
 
 
 @dataclass(frozen=True)
-class MimeMomSettings(RoundSettings):
-    """MimeMom / MimeLiteMom: server momentum ``beta`` (GHBM Table 7: 0.9, eta = 0.1)."""
-
-    server_lr: float = 0.1
-    beta: float = 0.9
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_real("beta", self.beta, 0, 1, strict_high=True)
+class MimeMomSettings(FedAvgMSettings):
+    """MimeMom / MimeLiteMom: server momentum ``beta`` (GHBM Table 7: 0.9, eta = 0.1), FedAvgM's settings."""
 
 
 class Mime(RoundLearner):

@@ -21,9 +21,7 @@ and with ``alpha_bar/alpha``; QuAFL at full precision and with the QuAFL code's 
 """
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from functools import partial as partial_fn
 from pathlib import Path
 from typing import Callable
@@ -331,16 +329,12 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
              name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
                    fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
-    result = done.record | {
+    return done.publish({
         "rows": table2(done.runs),
         "methods": {m: {"algorithm": METHODS[m].algorithm, "label": style(m)["label"],
                         "source": METHODS[m].source, "settings": cfg.run_kwargs(m)} for m in cfg.methods},
         "paper": {m: {s: {"mean": v[0], "std": v[1]} for s, v in d.items()} for m, d in PAPER_TABLE2.items()}
-        if experiment == "favas-table2" else None,
-        "runs": done.runs}
-    paths = write_result(result, Path(out))
-    done.partial.discard()
-    return paths
+        if experiment == "favas-table2" else None}, out, write_result)
 
 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:

@@ -21,7 +21,6 @@ mislead: the figures show whole curves).
 """
 from __future__ import annotations
 
-import json
 import os
 from collections import deque
 from dataclasses import dataclass, fields, replace
@@ -41,7 +40,7 @@ from ..runtime import resolve_device
 from ..theory.ghbm import unseen_fraction_moment
 from .favas import settings_record
 from ..results import output_dir
-from .runner import Grid, base_setting, execute, write_files
+from .runner import Grid, base_setting, execute, set_flags, write_files
 
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
@@ -478,12 +477,15 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
                    fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
-    rows = {"ghbm-tau": tau_rows, "ghbm-fig1": deviation_rows}.get(experiment, table)(done.runs)
-    result = done.record | {"dataset": done.runs[0]["dataset"], "rows": rows,
-                            "paper": paper_reference(done.record["config"]), "runs": done.runs}
-    paths = write_result(result, Path(out))
-    done.partial.discard()
-    return paths
+    return done.publish({"dataset": done.runs[0]["dataset"], "rows": _views(experiment)[0](done.runs),
+                         "paper": paper_reference(done.record["config"])}, out, write_result)
+
+
+def _views(experiment: str) -> tuple:
+    """An experiment's (rows, markdown body, figure panels): the tau sweep's and Fig. 1's own, else the table's."""
+    return {"ghbm-tau": (tau_rows, tau_markdown, plot_result),
+            "ghbm-fig1": (deviation_rows, deviation_markdown, plot_deviation)}.get(
+        experiment, (table, table_markdown, plot_result))
 
 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
@@ -497,7 +499,7 @@ def figure(result: dict):
         return plot_quadratic(result)
     cfg = result["config"]
     fig = Figure(figsize=(6 * (len(cfg["splits"]) + 1), 5))
-    (plot_deviation if result["experiment"] == "ghbm-fig1" else plot_result)(result, fig)
+    _views(result["experiment"])[2](result, fig)
     fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''} on {result['dataset']}: "
                  f"{cfg['model']}, {cfg['clients']} clients, C = {cfg['participation']:g}, J = {cfg['local_steps']}, "
                  f"{cfg['rounds']} rounds, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}")
@@ -521,7 +523,7 @@ def report(result: dict, per_run: bool = True) -> str:
     if paper_reference(cfg):
         notes.append("Paper columns: the paper's numbers (Table 8 CIFAR-10 CNN / Table 2 Shakespeare), a reference"
                      + (" on the lossy CIFAR-10 copy." if cfg["dataset"] == "cifar10-jpeg" else "."))
-    body = {"ghbm-tau": tau_markdown, "ghbm-fig1": deviation_markdown}.get(result["experiment"], table_markdown)(result)
+    body = _views(result["experiment"])[1](result)
     lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
              f"Machine: {result['machine']}; {result['execution']}", "", " ".join(notes), "", body]
     if per_run:
@@ -735,8 +737,7 @@ def run_quadratic(out="results", quick: bool = False, **overrides) -> list[Path]
             curves[str(J)][name] = quadratic_run(cfg, J, period if tau == "1/C" else tau,
                                                  cfg.clients if who == "all" else cfg.per_round, momentum)
     from .runner import machine
-    command = "afl repro ghbm-quadratic" + "".join(f" --set {k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
-                                                   for k, v in overrides.items())
+    command = "afl repro ghbm-quadratic" + set_flags(overrides)
     result = {"experiment": "ghbm-quadratic", "command": command, "machine": machine("cpu"), "quick": quick,
               "config": {f.name: getattr(cfg, f.name) for f in fields(cfg)} | {"tau": period}, "curves": curves}
     return write_result(result, output_dir(out))

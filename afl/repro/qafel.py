@@ -24,11 +24,9 @@ than 32 images repeat some of them within the step.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import partial as partial_fn
 from pathlib import Path
 
@@ -446,13 +444,10 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
                    fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
     paper = paper_reference(experiment)
-    result = done.record | {
+    return done.publish({
         "dataset": done.runs[0]["dataset"], "rows": table(done.runs),
         "paper": None if paper is None else {k: {"mean": v[0], "std": v[1]} for k, v in paper.items()},
-        "paper_kb": PAPER_KB, "runs": done.runs}
-    paths = write_result(result, Path(out))
-    done.partial.discard()
-    return paths
+        "paper_kb": PAPER_KB}, out, write_result)
 
 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:

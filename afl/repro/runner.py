@@ -96,6 +96,12 @@ class Execution:
     partial: PartialRuns
     record: dict
 
+    def publish(self, fields: dict, out, write: Callable[[dict, Path], list[Path]]) -> list[Path]:
+        """Write the result (the record, ``fields`` and the runs) with ``write``, then discard the partial file."""
+        paths = write(self.record | fields | {"runs": self.runs}, Path(out))
+        self.partial.discard()
+        return paths
+
 
 def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bool = False, reuse=(),
             progress: bool = True, fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
@@ -125,7 +131,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     if ray is not None:
         how = f"as Ray tasks ({ray}), each {'a fleet' if fleet else 'one by one'}"
     command = ("afl repro " + grid.name + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
-               + "".join(f" --set {k}={_text(v)}" for k, v in (overrides or {}).items())
+               + set_flags(overrides)
                + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
                + (f" --fleet-size {fleet_size}" if fleet_size else "")
                + ("" if ray is None else " --ray" if ray == "local" else f" --ray {ray}"))
@@ -135,6 +141,11 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
               "reused_runs": len({grid.key_of(r) for r in reused} & keys),
               "config": asdict(grid.cfg)}
     return Execution([{k: v for k, v in r.items() if k != "setting_key"} for r in runs], partial, record)
+
+
+def set_flags(overrides: dict | None) -> str:
+    """`` --set FIELD=VALUE`` for each changed field, as ``afl repro`` reads them back."""
+    return "".join(f" --set {k}={_text(v)}" for k, v in (overrides or {}).items())
 
 
 def _text(value) -> str:
