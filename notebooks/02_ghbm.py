@@ -272,8 +272,9 @@ if result:
 # SCAFFOLD from extra messages — end 7–9 points above FedAvg; FedCM, whose momentum remembers mostly the last
 # round, gains under 2. On IID data FedAvg, SCAFFOLD, MimeMom and FedCM end together, and the GHBM family ends
 # about 4 points higher: after 300 rounds nothing has converged, and heavy-ball momentum with `β = 0.9` takes
-# ten times larger steps (the paper, after 20,000 rounds, has them within a point — its App. C.10 warns that
-# short budgets mislead). Then read Table 4's column: FedHBM and LocalGHBM send **no** extra bytes per round and
+# ten times larger steps — FedAvg itself at that step, `η_l = 0.1`, ends at 87.7 % here
+# (`tools/ghbm_iid_step_probe.py`). The paper, after 20,000 rounds, has them within a point; its App. C.10 warns
+# that short budgets mislead. Then read Table 4's column: FedHBM and LocalGHBM send **no** extra bytes per round and
 # reach FedAvg's accuracy with half its bytes; SCAFFOLD sends twice FedAvg's bytes per round, MimeMom 2.5 times.
 
 # %% [markdown]
