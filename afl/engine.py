@@ -258,6 +258,32 @@ class LocalSGD:
                     out[sel_dev] += grads * (size / sizes[sel].to(params)).view(-1, 1)
         return out
 
+    @torch.no_grad()
+    def train_loss(self, params: Tensor, parts: list[Tensor]) -> Tensor:
+        """Each client's mean training loss ``(C,)``: model ``params[c]`` on all of client c's samples ``parts[c]``,
+        without augmentation (a loss-based client score, e.g. Sync-UCB-ST's); chunks as in :meth:`full_gradient`."""
+        C, P = params.shape
+        check(P == self.model.size and len(parts) == C, "params", tuple(params.shape),
+              f"(len(parts) = {len(parts)}, {self.model.size})")
+        sizes = torch.tensor([len(p) for p in parts])
+        check(bool((sizes > 0).all()), "parts", sizes.tolist(), "non-empty index sets")
+        out = torch.zeros(C, dtype=params.dtype, device=params.device)
+        for lo in range(0, int(sizes.max()), self.batch_size):
+            take = (sizes - lo).clamp(0, self.batch_size)
+            for size in take.unique().tolist():
+                if size == 0:
+                    continue
+                for sel in torch.nonzero(take == size).flatten().split(self.chunk):
+                    idx = torch.stack([torch.as_tensor(parts[c])[lo:lo + size] for c in sel.tolist()])
+                    x, y = self._batch(idx.to(self.device), None, augment=False)
+                    sel_dev = sel.to(self.device)
+                    views = self.model.views(params.index_select(0, sel_dev))
+                    logits = self.strategy.forward(views, x)
+                    loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
+                                                       reduction="none").view(len(sel), -1).sum(1)
+                    out[sel_dev] += loss / sizes[sel].to(params)
+        return out
+
     def _per_client(self, value, C: int, name: str) -> Tensor:
         v = torch.as_tensor(value, dtype=self.dtype, device=self.device)
         if v.dim() == 0:

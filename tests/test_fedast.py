@@ -91,3 +91,53 @@ def test_allocate_chunks_follows_the_codes_greedy_rule():
     assert fedast_module.allocate_chunks(384, [1, 5, 2, 2], active=[True, False, True, True])[1] == 0
     with pytest.raises(ParameterError, match="total"):
         fedast_module.allocate_chunks(64, [1, 1, 1])
+
+
+# -- option D, targets and the synchronous baselines ------------------------------------------------------------
+
+def two_task_run(realloc=None, targets=(None, None), total_time=30.0, seed=3, b_server_lr=0.5):
+    tasks = [FedASTTask(lr=0.05, server_lr=0.5, steps=3, requests=8, buffer=2, name="a", target=targets[0]),
+             FedASTTask(lr=0.05, server_lr=b_server_lr, steps=3, requests=8, buffer=2, name="b", target=targets[1])]
+    return run_fedast([federation(0), federation(1)], tasks, pool([0.1, 0.2]), total_time=total_time, eval_every=1,
+                      cap=16, seed=seed, realloc=realloc)
+
+
+def test_realloc_moves_requests_in_chunks_within_the_budget():
+    out = two_task_run(fedast_module.Realloc("paper", window=4, warmup=2, chunk=2), b_server_lr=2.0)
+    s = out["schedule"]
+    assert len(out["reallocations"]) >= 2 and len(s.allocations) >= 2
+    for _, alloc in s.allocations:
+        assert sum(alloc) == 16 and all(r % 2 == 0 and r >= 2 for r in alloc)
+    t, variance = out["reallocations"][0]
+    w = fedast_module.realloc_weights(variance, [0.5, 2.0], 0.05, 3, "paper")
+    # the first reallocation follows Algorithm 3 on the variances it measured
+    first = next(a for tt, a in s.allocations if tt == t)
+    assert list(first) == fedast_module.allocate_chunks(16, w, 2)
+
+
+def test_code_variant_sets_buffers_from_active_requests():
+    out = two_task_run(fedast_module.Realloc("code", window=4, warmup=2, chunk=4))
+    schedule = out["schedule"]
+    assert len(out["reallocations"]) >= 1
+    # buffer = ceil(active / chunk): with at most 16 requests out, at most 4 updates per server step
+    steps = [len(schedule.server_steps[m]) for m in range(2)]
+    uploads = [sum(u.task == m for u in schedule.updates) for m in range(2)]
+    assert all(st * 1 <= up for st, up in zip(steps, uploads))
+
+
+def test_a_task_that_reaches_its_target_stops_and_frees_its_requests():
+    out = two_task_run(targets=(0.05, None))             # task a reaches 5 % at once
+    s = out["schedule"]
+    a = out["tasks"][0]
+    assert a["target_reached_at"] == 0 and s.finished_at[0] is not None and s.finished_at[1] is None
+    assert s.allocations[-1][1] == (0, 16)              # its 8 requests went to task b
+    assert all(u.end <= s.finished_at[0] for u in s.updates if u.task == 0)
+    assert all(c[0] == 0 for c in s.cancelled) and len(s.cancelled) >= 1
+    assert out["tasks"][1]["curve"]["time"][-1] == 30
+
+
+def test_realloc_settings_are_checked():
+    with pytest.raises(ParameterError, match="variant"):
+        fedast_module.Realloc("sqrt")
+    with pytest.raises(ParameterError, match="window"):
+        fedast_module.Realloc(window=1)

@@ -1,5 +1,6 @@
-"""FedAST (Askin, Sharma, Joe-Wong, Joshi; ``shared/papers/004_*``, Algorithm 2, static option S): M models trained
-at once over one client pool (:func:`afl.sim.simulate_pool_schedule`).
+"""FedAST (Askin, Sharma, Joe-Wong, Joshi; ``shared/papers/004_*``, Algorithm 2 with option S (static) or D
+(dynamic: Realloc, Algorithms 3-4)): M models trained at once over one client pool
+(:func:`afl.sim.simulate_pool_schedule`).
 
 Task m keeps R_m requests active. A request carries the task's current model ``x_m^{(v)}``; its client runs
 LocalTrain (Algorithm 1: ``tau_m`` SGD steps at ``eta_c``) and returns ``Delta = (x_m^{(v)} - y) / (tau_m
@@ -7,17 +8,23 @@ eta_c)``. Once ``b_m`` updates are buffered the server steps (Algorithm 2, line 
     x_m <- x_m - eta_s eta_c tau_m (1/b_m) sum Delta  =  x_m - eta_s (1/b_m) sum (x_m^{(v)} - y),
 with each update's own (possibly stale) starting model ``x_m^{(v)}``. Each task trains on its own federation
 (dataset, model, engine, partition over the same n clients); the pool decides who trains what when.
+
+A task with a ``target`` accuracy stops at the first evaluation that reaches it (Sec. 5.3): its requests still out
+are cancelled and its R_m goes to the other tasks in proportion to theirs (the authors' code), their buffers
+scaled alike (Algorithm 3, line 4).
 """
 from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from ..errors import check, check_int, check_real
+from ..errors import check, check_choice, check_int, check_real
 from ..sim.pool import PoolTask, simulate_pool_schedule
-from .base import History
+from ..theory.fedast import REALLOC_VARIANTS, realloc_weights
+from .base import History, TargetReached
 
 #: Realloc moves requests in chunks of this many (the authors' code, ``R_bs_ratio``; its buffers are R / 32)
 CHUNK = 32
@@ -36,28 +43,71 @@ class FedASTTask:
     buffer: int = 3
     weight_decay: float = 0.0
     name: str = ""
+    target: float | None = None
 
     def __post_init__(self):
         check_real("lr", self.lr, 0, strict_low=True)
         check_real("server_lr", self.server_lr, 0, strict_low=True)
         check_real("weight_decay", self.weight_decay, 0)
+        if self.target is not None:
+            check_real("target", self.target, 0, 1, strict_low=True, hint="an accuracy in (0, 1]")
         self.pool_task()                                   # checks steps, requests, buffer
 
     def pool_task(self) -> PoolTask:
         return PoolTask(self.requests, self.buffer, self.steps, self.name)
 
 
+@dataclass(frozen=True)
+class Realloc:
+    """Option D (Algorithm 3): every ``c_period = period x M x sum_m R_m`` arrivals (M: tasks still training),
+    once every task has passed ``warmup`` rounds, give the sum_m R_m requests out again in proportion to
+    :func:`~afl.theory.fedast.realloc_weights` of each task's normalized update variance (Algorithm 4 over its last
+    ``window`` updates, averaged over the period as the code does), in whole chunks (:func:`allocate_chunks`).
+    ``variant="paper"``: weights ``sqrt(eta_s eta_c tau sigma^2)`` and buffers ``b <- b R_new / R_old`` (line 4);
+    ``"code"``: the authors' ``eta_s / (eta_c tau^2) sigma^2 / 2`` and buffers ``ceil(active requests / chunk)``
+    after every arrival. Defaults: the paper's (V = 8, c_period = 0.75 M sum R, chunks of 32)."""
+
+    variant: str = "paper"
+    window: int = 8
+    period: float = 0.75
+    warmup: int = 8
+    chunk: int = CHUNK
+
+    def __post_init__(self):
+        check_choice("variant", self.variant, REALLOC_VARIANTS)
+        check_int("window", self.window, 2)
+        check_real("period", self.period, 0, strict_low=True)
+        check_int("warmup", self.warmup, 0)
+        check_int("chunk", self.chunk, 1)
+
+
 class FedASTServer:
     """Algorithm 2's server, driven by :func:`~afl.sim.simulate_pool_schedule`'s hooks: one model, buffer and
     :class:`~afl.algorithms.base.History` per task. Arrivals are matched to their requests per (task, client) in
-    order (a client serves its requests first come, first served)."""
+    order (a client serves its requests first come, first served). ``realloc``: option D (:class:`Realloc`), else
+    option S."""
 
-    def __init__(self, feds, tasks, total_time: float, eval_every: float):
+    def __init__(self, feds, tasks, total_time: float, eval_every: float, realloc: Realloc | None = None):
         self.feds, self.tasks = list(feds), list(tasks)
         self.w = [fed.init.clone() for fed in self.feds]
-        self.histories = [History(fed.queue, eval_every, total_time) for fed in self.feds]
+        self.histories = [History(fed.queue, eval_every, total_time, target=t.target)
+                          for fed, t in zip(self.feds, self.tasks)]
         self.pending = defaultdict(deque)
         self.buffers = [[] for _ in self.tasks]
+        self.realloc = realloc
+        self.rounds = [0] * len(self.tasks)
+        self.control = None
+        if realloc is not None:
+            self.window = [deque(maxlen=realloc.window) for _ in self.tasks]
+            self.samples = [[] for _ in self.tasks]
+            self.arrivals = 0
+            self.variances: list[tuple[float, list]] = []     # (time, per-task variance estimate) at each Realloc
+
+    def bind(self, control) -> None:
+        self.control = control
+
+    def live(self) -> list[int]:
+        return [m for m in range(len(self.tasks)) if not self.control.finished[m]]
 
     def on_request(self, m: int, client: int, t: float) -> None:
         task, fed = self.tasks[m], self.feds[m]
@@ -67,21 +117,79 @@ class FedASTServer:
 
     def on_update(self, m: int, client: int, t: float) -> None:
         start, job = self.pending[(m, client)].popleft()
-        self.buffers[m].append(start - job.result())
+        delta = start - job.result()
+        self.buffers[m].append(delta)
         counters = self.histories[m].counters
         counters["uploads"] += 1
         counters["client_steps"] += self.tasks[m].steps
         counters["bytes_up"] += self.feds[m].model_bytes
+        if self.realloc is not None:
+            self._estimate(m, delta, t)
 
     def on_server_step(self, m: int, t: float, updates) -> None:
-        self.histories[m].record(t, self.w[m])
+        try:
+            self.histories[m].record(t, self.w[m])
+        except TargetReached:
+            self._finish_task(m)
+            return
         self.w[m] = self.w[m] - self.tasks[m].server_lr * torch.stack(self.buffers[m]).mean(0)
         self.buffers[m] = []
+        self.rounds[m] += 1
         self.histories[m].counters["server_steps"] += 1
 
+    def _finish_task(self, m: int) -> None:
+        """Task m reached its target: cancel its requests, give its R_m to the others in proportion to theirs
+        (largest remainders; the code draws the remainder at random) and scale their buffers alike."""
+        control = self.control
+        freed = control.requests[m]
+        control.finish(m, top_up=self.realloc is None)
+        self.feds[m].queue.cancel_jobs()
+        self.pending = defaultdict(deque, {k: v for k, v in self.pending.items() if k[0] != m})
+        live = self.live()
+        if not live:
+            return
+        old = [control.requests[i] for i in live]
+        share = [freed * r / sum(old) for r in old]
+        extra = [int(x) for x in share]
+        for j in sorted(range(len(live)), key=lambda j: extra[j] - share[j])[:freed - sum(extra)]:
+            extra[j] += 1
+        for i, r, add in zip(live, old, extra):
+            control.set(i, requests=r + add, buffer=max(1, round(control.buffer[i] * (r + add) / r)))
+
+    def _estimate(self, m: int, delta: torch.Tensor, t: float) -> None:
+        """Algorithm 4 on task m's last V updates, and Algorithm 3 when the period is over."""
+        cfg, control = self.realloc, self.control
+        self.window[m].append(delta)
+        if len(self.window[m]) == cfg.window:
+            self.samples[m].append(normalized_variance(torch.stack(list(self.window[m]))))
+        self.arrivals += 1
+        live = self.live()
+        if cfg.variant == "code":
+            control.set(m, buffer=max(1, -(-control.active[m] // cfg.chunk)))
+        period = cfg.period * len(live) * control.budget
+        if (self.arrivals < period or min(self.rounds) <= cfg.warmup
+                or not all(self.samples[i] for i in live)):
+            return
+        self.arrivals = 0
+        variance = [float(np.mean(self.samples[i])) if i in live else 0.0 for i in range(len(self.tasks))]
+        self.samples = [[] for _ in self.tasks]
+        self.variances.append((t, variance))
+        tasks = self.tasks
+        weights = realloc_weights(variance, [k.server_lr for k in tasks], [k.lr for k in tasks],
+                                  [k.steps for k in tasks], cfg.variant)
+        active = [not f for f in control.finished]
+        new = allocate_chunks(control.budget, weights, cfg.chunk, active)
+        for i in live:
+            buffer = None if cfg.variant == "code" else max(1, round(control.buffer[i] * new[i] / control.requests[i]))
+            control.set(i, requests=new[i], buffer=buffer)
+
     def finish(self) -> None:
-        for h, w in zip(self.histories, self.w):
-            h.finish(w)
+        for m, (h, w) in enumerate(zip(self.histories, self.w)):
+            if h.reached is None:
+                try:
+                    h.finish(w)
+                except TargetReached:
+                    pass
 
 
 def normalized_variance(deltas: torch.Tensor) -> float:
@@ -120,22 +228,24 @@ def allocate_chunks(total: int, weights, chunk: int = CHUNK, active=None) -> lis
 
 
 def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None, seed=0,
-               max_new: int = 2) -> dict:
+               max_new: int = 2, realloc: Realloc | None = None) -> dict:
     """Train ``tasks`` (:class:`FedASTTask`), task m on federation ``feds[m]``, over ``profile``'s clients (one
-    cost per task) until ``total_time``. Returns ``{"tasks": [per-task history dict with "model"], "schedule"}``."""
+    cost per task) until ``total_time`` or until every task reached its target; option D with ``realloc``.
+    Returns ``{"tasks": [per-task history dict with "model", "name"], "schedule", "reallocations"}``
+    (``reallocations``: (time, per-task variance estimate) of each Realloc)."""
     feds, tasks = list(feds), list(tasks)
     check(len(feds) == len(tasks) >= 1, "feds", f"{len(feds)} federations", f"one per task ({len(tasks)})")
     for m, fed in enumerate(feds):
         check(fed.n == profile.n, f"feds[{m}]", f"{fed.n} clients", f"the pool's {profile.n} clients")
     check_int("max_new", max_new, 1)
-    server = FedASTServer(feds, tasks, total_time, eval_every)
+    server = FedASTServer(feds, tasks, total_time, eval_every, realloc)
     schedule = simulate_pool_schedule(profile, [t.pool_task() for t in tasks], total_time, cap=cap, seed=seed,
                                       max_new=max_new, learner=server)
     for fed in feds:
         fed.queue.cancel_jobs()                          # requests still out when the time ran out
     server.finish()
     return {"tasks": [h.to_dict() | {"model": w, "name": t.name} for h, w, t in zip(server.histories, server.w, tasks)],
-            "schedule": schedule}
+            "schedule": schedule, "reallocations": server.variances if realloc is not None else []}
 
 
-__all__ = ["CHUNK", "FedASTTask", "FedASTServer", "normalized_variance", "allocate_chunks", "run_fedast"]
+__all__ = ["CHUNK", "FedASTTask", "Realloc", "FedASTServer", "normalized_variance", "allocate_chunks", "run_fedast"]

@@ -5,10 +5,10 @@ import json
 from pathlib import Path
 
 from ..errors import check, check_choice
-from . import favas, ghbm, qafel
+from . import favas, fedast, ghbm, qafel
 
 #: experiment name -> module that computes it
-EXPERIMENTS = {name: module for module in (favas, qafel, ghbm) for name in module.EXPERIMENTS}
+EXPERIMENTS = {name: module for module in (favas, qafel, ghbm, fedast) for name in module.EXPERIMENTS}
 
 
 def run_experiment(name: str, **kwargs):

@@ -59,10 +59,46 @@ class Update:
     staleness: int
 
 
+class PoolControl:
+    """What a learner may change while the pool runs (FedAST's Realloc, Algorithm 3, and finished tasks): each
+    task's target number of active requests ``requests[m]`` (R_m) and buffer size ``buffer[m]`` (b_m), read by the
+    pool at every event, and :meth:`finish`. ``active[m]``: requests of task m out now (read only)."""
+
+    def __init__(self, tasks):
+        self.requests = [k.requests for k in tasks]
+        self.buffer = [k.buffer for k in tasks]
+        self.active = [0] * len(tasks)
+        self.finished = [False] * len(tasks)
+        self._finishing: list[tuple[int, bool]] = []
+
+    def set(self, m: int, requests: int | None = None, buffer: int | None = None) -> None:
+        """New R_m and/or b_m for task m (a finished task keeps 0 requests)."""
+        if requests is not None:
+            self.requests[m] = 0 if self.finished[m] else check_int("requests", requests, 0)
+        if buffer is not None:
+            self.buffer[m] = check_int("buffer", buffer, 1)
+
+    def finish(self, m: int, top_up: bool = False) -> None:
+        """Task m is done (its target reached): its requests still out are cancelled and it gets no more. Its R_m
+        is the learner's to give to others (:meth:`set`); with ``top_up`` every other task is brought up to its
+        R_m at once (the code's static option), else two at most per arrival (K_m in {0, 1, 2})."""
+        if not self.finished[m]:
+            self.finished[m] = True
+            self.requests[m] = 0
+            self._finishing.append((m, top_up))
+
+    @property
+    def budget(self) -> int:
+        """The total of active requests, sum_m R_m (Algorithm 3's constraint)."""
+        return sum(self.requests)
+
+
 @dataclass
 class PoolSchedule:
     """What :func:`simulate_pool_schedule` returns: every arrived update in arrival order, each task's server-step
-    times, the dropped requests (cap reached) and the busy-client count after every event."""
+    times, the dropped requests (cap reached), the busy-client count after every event, the cancelled requests
+    of finished tasks ``(task, client, time)``, each task's finish time (None: still training at the end) and the
+    allocation ``(time, R_1..R_M)`` after every change."""
 
     profile: SpeedProfile
     tasks: tuple
@@ -71,6 +107,9 @@ class PoolSchedule:
     server_steps: list = field(default_factory=list)
     dropped: list = field(default_factory=list)
     busy_clients: list = field(default_factory=list)
+    cancelled: list = field(default_factory=list)
+    finished_at: list = field(default_factory=list)
+    allocations: list = field(default_factory=list)
 
     def round_times(self, task: int) -> np.ndarray:
         """Lengths of task ``task``'s server rounds (time between successive steps, from 0)."""
@@ -83,10 +122,12 @@ class PoolSchedule:
 def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int | None = None, seed=0,
                            max_new: int = 2, learner=None) -> PoolSchedule:
     """Simulate ``tasks`` (:class:`PoolTask`, one per model of ``profile``'s costs) sharing ``profile``'s clients
-    until ``t_end``. ``learner`` (optional) is told ``on_request(task, client, t)`` when a request is sent (train
-    from the task's current model), ``on_update(task, client, t)`` when it arrives and ``on_server_step(task, t,
-    updates)`` when the task's buffer is full. A client serves its requests in the order they were sent (FCFS), so
-    a learner can match each arrival to its request by keeping, per (task, client), its requests in order."""
+    until ``t_end`` or until every task has finished. ``learner`` (optional) is told ``on_request(task, client,
+    t)`` when a request is sent (train from the task's current model), ``on_update(task, client, t)`` when it
+    arrives and ``on_server_step(task, t, updates)`` when the task's buffer is full; if it has ``bind(control)``
+    it gets the run's :class:`PoolControl` first, to reallocate requests and buffers and finish tasks. A client
+    serves its requests in the order they were sent (FCFS), so a learner can match each arrival to its request
+    by keeping, per (task, client), its requests in order."""
     tasks = tuple(tasks)
     check(len(tasks) >= 1 and all(isinstance(k, PoolTask) for k in tasks), "tasks", tasks, "PoolTask objects")
     check(len(profile.costs) >= len(tasks), "profile", f"{len(profile.costs)} model costs",
@@ -100,11 +141,15 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
     rng = clock.rng
     fcfs = FCFSQueues(n)
     held = np.zeros(n, dtype=int)                        # requests each client holds (in service or queued)
-    active = [0] * len(tasks)
+    control = PoolControl(tasks)
+    active = control.active
+    out_now: list[dict] = [{} for _ in tasks]              # task -> {event: client} of its requests out now
     version = [0] * len(tasks)
     buffers: list[list[Update]] = [[] for _ in tasks]
-    budget = sum(k.requests for k in tasks)
-    out = PoolSchedule(profile, tasks, Timeline.for_profile(profile), server_steps=[[] for _ in tasks])
+    out = PoolSchedule(profile, tasks, Timeline.for_profile(profile), server_steps=[[] for _ in tasks],
+                       finished_at=[None] * len(tasks), allocations=[(0.0, tuple(control.requests))])
+    if learner is not None and hasattr(learner, "bind"):
+        learner.bind(control)
 
     def send(m: int, t: float) -> None:
         c = int(rng.integers(n))
@@ -115,16 +160,40 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
         held[c] += 1
         active[m] += 1
         out.timeline.add(c, start, end, "train", tasks[m].steps, task=tasks[m].name or m)
-        clock.push(end, "update", task=m, client=c, sent=t, start=start, version=version[m])
+        event = clock.push(end, "update", task=m, client=c, sent=t, start=start, version=version[m])
+        out_now[m][event] = c
         if learner is not None:
             learner.on_request(m, c, t)
 
-    for m, task in enumerate(tasks):
-        for _ in range(task.requests):
-            send(m, 0.0)
-    while clock.peek() is not None and clock.peek().time <= t_end:
+    def top_up(m: int, t: float, most: int | None = None) -> None:
+        free = min(control.requests[m] - active[m], control.budget - sum(active))
+        for _ in range(free if most is None else min(free, most)):
+            send(m, t)
+
+    def settle(t: float) -> None:
+        """Cancel finished tasks' requests; record a changed allocation."""
+        while control._finishing:
+            m, refill = control._finishing.pop(0)
+            out.finished_at[m] = t
+            for event, c in out_now[m].items():
+                clock.cancel(event)
+                held[c] -= 1
+                out.cancelled.append((m, c, t))
+            active[m] = 0
+            out_now[m].clear()
+            if refill:
+                for i in range(len(tasks)):
+                    if not control.finished[i]:
+                        top_up(i, t)
+        if tuple(control.requests) != out.allocations[-1][1]:
+            out.allocations.append((t, tuple(control.requests)))
+
+    for m in range(len(tasks)):
+        top_up(m, 0.0)
+    while not all(control.finished) and clock.peek() is not None and clock.peek().time <= t_end:
         e = clock.pop()
         m, c, t = e["task"], e["client"], e.time
+        del out_now[m][e]
         held[c] -= 1
         active[m] -= 1
         u = Update(m, c, e["sent"], e["start"], t, e["version"], version[m] - e["version"])
@@ -132,17 +201,18 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
         buffers[m].append(u)
         if learner is not None:
             learner.on_update(m, c, t)
-        if len(buffers[m]) == tasks[m].buffer:
+        if not control.finished[m] and len(buffers[m]) >= control.buffer[m]:
             version[m] += 1
             out.server_steps[m].append(t)
             out.timeline.flush(t, [b.client for b in buffers[m]], task=tasks[m].name or m)
             if learner is not None:
                 learner.on_server_step(m, t, buffers[m])
             buffers[m] = []
-        for _ in range(min(tasks[m].requests - active[m], budget - sum(active), max_new)):
-            send(m, t)
+        settle(t)
+        if not control.finished[m]:
+            top_up(m, t, max_new)
         out.busy_clients.append((t, int(np.count_nonzero(held))))
     return out
 
 
-__all__ = ["PoolTask", "Update", "PoolSchedule", "simulate_pool_schedule"]
+__all__ = ["PoolTask", "Update", "PoolControl", "PoolSchedule", "simulate_pool_schedule"]

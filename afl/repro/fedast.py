@@ -1,0 +1,468 @@
+"""FedAST (Askin et al., ``shared/papers/004_*``): several models trained at once over one client pool, against
+synchronous simultaneous training; Figures 2, 3, 5, 7 (with 6), 8-9 and App. D.6.
+
+Protocol (Sec. 5, App. C and the authors' code, askinb/FedAST): N = 1,000 clients, at most 300 busy at once
+(``cap``); each client holds 300 samples of every image task (Dirichlet alpha = 0.1 label skew, samples reused when
+a class runs out; Shakespeare: one speaking role each); 27 local steps at batch 32 (Shakespeare 64); a job of task
+m on a client of speed factor s lasts ``27 x (Exp(mean e_m s) + e_m s / 2)`` (:data:`afl.sim.FEDAST_MODEL_COSTS`).
+FedAST keeps R = 96 requests per task, buffers of 3 (6 for Shakespeare), server lr 0.1 (NoBuffer: b = 1, 0.038);
+the synchronous methods use server lr 1 and keep the first k = 30 updates per task. A task stops once it reaches
+its target (Table 1); its clients go to the others. The headline number (Fig. 7) is the time until the *last*
+task reaches its target, and FedAST's gain over Sync-ST.
+
+A row of an experiment is a *task set* (datasets, comma separated, ``name*k`` for k identical tasks), a method, an
+availability cap and a buffer size. Paper scale needs a GPU (CIFAR-10's cnn-cifar dominates); ``--quick`` keeps
+the protocol and shrinks what it must (fewer clients, MNIST and Fashion-MNIST only, lower targets) and says so.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from functools import partial as partial_fn
+from pathlib import Path
+
+import numpy as np
+
+from ..algorithms import make_federation
+from ..algorithms.fedast import FedASTTask, Realloc, run_fedast
+from ..algorithms.sync_st import run_sync_st
+from ..data import load_dataset, partition as make_partition
+from ..errors import check, check_choice, check_int, check_real
+from ..models import MODEL_NAMES
+from ..fleet import run_fleet, run_one_by_one
+from ..plots import style
+from ..runtime import resolve_device
+from ..sim import FEDAST_MODEL_COSTS, ShiftedExponential, three_speed
+from .runner import Grid, base_setting, execute, write_files
+
+#: Per dataset (App. C): model, batch, client lr and weight decay (async; sync), buffer, target (Table 1), cost.
+TASKS = {
+    "mnist": dict(model="mlp200", batch=32, lr=0.1, lr_sync=0.2, wd=3e-4, wd_sync=3e-4, buffer=3, target=0.93,
+                  cost="mnist"),
+    "fashion-mnist": dict(model="lenet5", batch=32, lr=0.06, lr_sync=0.06, wd=3e-4, wd_sync=3e-4, buffer=3,
+                          target=0.82, cost="fashion-mnist", model_kw=dict(in_channels=1, image_size=28)),
+    "cifar10-jpeg": dict(model="cnn-cifar", batch=32, lr=0.1, lr_sync=0.1, wd=7e-4, wd_sync=3e-4, buffer=3,
+                         target=0.63, cost="cifar10", model_kw=dict(image_size=32)),
+    "shakespeare": dict(model="char-lstm", batch=64, lr=7.0, lr_sync=7.0, wd=7e-5, wd_sync=7e-5, buffer=6,
+                        target=0.42, cost="shakespeare", model_kw=dict(num_layers=1)),
+}
+#: method -> (label, colour family); the synchronous ones keep the first k updates unless "-nomit"
+METHODS = ("fedast", "fedast-code", "fedast-static", "fedast-nobuffer", "sync-st", "sync-st-nomit", "sync-ucb",
+           "sync-bayes")
+SYNC = {"sync-st": "uniform", "sync-st-nomit": "uniform", "sync-ucb": "ucb", "sync-bayes": "bayes"}
+STYLES = {"fedast": ("#1f77b4", "-", "FedAST (dynamic, Realloc as in the paper)"),
+          "fedast-code": ("#1f77b4", "--", "FedAST (dynamic, Realloc as in the code)"),
+          "fedast-static": ("#1f77b4", ":", "FedAST (static)"),
+          "fedast-nobuffer": ("#9467bd", "-", "FedAST-NoBuffer (b = 1)"),
+          "sync-st": ("#7f7f7f", "-", "Sync-ST (first k)"),
+          "sync-st-nomit": ("#7f7f7f", ":", "Sync-ST (no straggler mitigation)"),
+          "sync-ucb": ("#bcbd22", "-", "Sync-UCB-ST (first k)"),
+          "sync-bayes": ("#8c564b", "-", "Sync-Bayes-ST (first k)")}
+#: Paper numbers (references only): Fig. 7's mean time to target per task and method, and the gain
+PAPER_FIG7 = {"fedast": {"mnist": 99}, "fedast_all": 619, "gain": 0.401}
+
+
+def split_method(method: str) -> tuple[str, tuple | None]:
+    """``"sync-st:2/1"`` -> ``("sync-st", (2, 1))``: a synchronous method with its own allocation (proportions of
+    the clients per task; Fig. 7 tunes Sync-ST's over 30 such schemes); else ``(method, None)``."""
+    base, _, alloc = str(method).partition(":")
+    check_choice("methods", base, METHODS)
+    if not alloc:
+        return base, None
+    check(base in SYNC, "methods", method, "an allocation suffix only on a synchronous method")
+    try:
+        values = tuple(float(x) for x in alloc.split("/"))
+    except ValueError:
+        values = ()
+    check(len(values) >= 1 and all(v > 0 for v in values), "methods", method, "sync-st:a/b/... with a, b > 0")
+    return base, values
+
+
+def method_style(method: str) -> dict:
+    base, alloc = split_method(method)
+    if alloc is not None:
+        color, _, label = STYLES[base]
+        shades = ["--", "-.", ":", (0, (5, 1)), (0, (1, 1))]
+        return {"color": color, "linestyle": shades[sum(map(int, alloc)) % len(shades)],
+                "label": f"{label}, allocation {':'.join(f'{v:g}' for v in alloc)}"}
+    if method in STYLES:
+        color, ls, label = STYLES[method]
+        return {"color": color, "linestyle": ls, "label": label}
+    return style(method)
+
+
+def parse_taskset(text: str) -> list[str]:
+    """``"mnist*2,cifar10-jpeg"`` -> ``["mnist", "mnist", "cifar10-jpeg"]``."""
+    out = []
+    for part in str(text).split(","):
+        name, _, count = part.strip().partition("*")
+        check_choice("tasksets", name, TASKS)
+        out += [name] * (check_int("tasksets", int(count), 1) if count else 1)
+    return out
+
+
+@dataclass(frozen=True)
+class FedastSetting:
+    """One FedAST experiment (defaults: the paper's protocol). ``tasksets``, ``methods``, ``caps`` (busy clients
+    at most; None: all) and ``buffers`` (None: each task's own) span the grid; ``requests``: R per task (FedAST;
+    None: the cap shared equally, Fig. 3);
+    ``sync_allocation``: Sync-ST's clients per task of a task set in order (None: equal; Fig. 7's tuned 100, 84,
+    48, 68); ``target_offset``: added to every Table 1 target (Table 3: +0.03, -0.10); ``stop_at_target``: False
+    runs every task to ``total_time`` (Figs. 3 and 8 compare final accuracies); ``models``: ``"dataset=model"``
+    replacements of :data:`TASKS`' models."""
+
+    tasksets: tuple = ("mnist,fashion-mnist,cifar10-jpeg,shakespeare",)
+    methods: tuple = ("fedast", "fedast-code", "fedast-static", "sync-st")
+    caps: tuple = (300,)
+    buffers: tuple = (None,)
+    clients: int = 1000
+    samples: int = 300
+    alpha: float = 0.1
+    steps: int = 27
+    requests: int | None = 96
+    first_k: int = 30
+    sync_allocation: tuple | None = (100, 84, 48, 68)
+    target_offset: float = 0.0
+    stop_at_target: bool = True
+    models: tuple = ()
+    total_time: float = 2000.0
+    eval_every: float = 5.0
+    seeds: int = 3
+
+    def __post_init__(self):
+        for t in self.tasksets:
+            parse_taskset(t)
+        for text in self.models:
+            name, sep, model = str(text).partition("=")
+            check(sep == "=" and name in TASKS and model in MODEL_NAMES, "models", text,
+                  f"dataset=model with a dataset of {sorted(TASKS)} and a model of afl.models.MODEL_NAMES")
+        for m in self.methods:
+            split_method(m)
+        for c in self.caps:
+            if c is not None:
+                check_int("caps", c, 1, self.clients, hint="busy clients at most, or None")
+        for b in self.buffers:
+            if b is not None:
+                check_int("buffers", b, 1)
+        check_int("clients", self.clients, 1)
+        check_int("samples", self.samples, 1)
+        check_real("alpha", self.alpha, 0, strict_low=True)
+        if self.requests is not None:
+            check_int("requests", self.requests, 1)
+        check_int("first_k", self.first_k, 1)
+        check_real("total_time", self.total_time, 0, strict_low=True)
+        check_real("eval_every", self.eval_every, 0, strict_low=True)
+        for name in {n for t in self.tasksets for n in parse_taskset(t)}:
+            check_real("target_offset", TASKS[name]["target"] + self.target_offset, 0, 1, strict_low=True,
+                       hint=f"{name}'s target {TASKS[name]['target']} plus the offset must be in (0, 1]")
+
+    def target(self, name: str) -> float:
+        """Table 1's target of dataset ``name`` plus ``target_offset``."""
+        return TASKS[name]["target"] + self.target_offset
+
+    def model(self, name: str) -> tuple[str, dict | None]:
+        """Dataset ``name``'s model and its keyword arguments (a replaced model gets none)."""
+        for text in self.models:
+            dataset, _, model = text.partition("=")
+            if dataset == name:
+                return model, None
+        return TASKS[name]["model"], TASKS[name].get("model_kw")
+
+    def tasks(self, taskset: str, method: str, cap: int | None, buffer: int | None) -> list[FedASTTask]:
+        """The tasks of one run: FedAST's (R, b, eta_s = 0.1; NoBuffer b = 1, 0.038) or the synchronous ones
+        (allocation, eta_s = 1, the synchronous client lr and weight decay)."""
+        names = parse_taskset(taskset)
+        method, own = split_method(method)
+        sync = method in SYNC
+        R = self.requests or max(1, (cap or self.clients) // len(names))
+        alloc = [R] * len(names)
+        if sync and self.sync_allocation and not own:
+            check(len(self.sync_allocation) == len(names), "sync_allocation", self.sync_allocation,
+                  f"one number of clients per task of {taskset}")
+            alloc = [int(a) for a in self.sync_allocation]
+        elif own:                                  # proportions: only their ratios matter to the split
+            check(len(own) == len(names), "methods", method, f"one allocation per task of {taskset}")
+            alloc = [max(1, round(R * len(names) * a / sum(own))) for a in own]
+        out = []
+        for m, name in enumerate(names):
+            spec = TASKS[name]
+            b = 1 if method == "fedast-nobuffer" else (buffer or spec["buffer"])
+            server_lr = 1.0 if sync else (0.038 if method == "fedast-nobuffer" else 0.1)
+            out.append(FedASTTask(lr=spec["lr_sync" if sync else "lr"], server_lr=server_lr, steps=self.steps,
+                                  requests=int(alloc[m]), buffer=b, weight_decay=spec["wd_sync" if sync else "wd"],
+                                  name=name if names.count(name) == 1 else f"{name} #{names[:m + 1].count(name)}",
+                                  target=self.target(name) if self.stop_at_target else None))
+        return out
+
+
+#: The quick settings keep the paper's protocol (1,000 clients, 300 busy at most, R = 96, b = 3, k = 30) on MNIST and
+#: Fashion-MNIST only, Fashion-MNIST on the MLP (LeNet-5's convolutions run per client on a CPU, about 10x slower
+#: per step), Table 1's targets minus 3 points (MNIST 90 %, FMNIST 79 %) and one seed; Sync-ST's allocation is
+#: tuned over equal and 1:2 (2:1 measured slower: 122 against 112 and 108, seed 0).
+_QUICK = dict(models=("fashion-mnist=mlp200",), sync_allocation=None, target_offset=-0.03, total_time=800.0,
+              eval_every=2.0, seeds=1)
+_PAIR = "mnist,fashion-mnist"
+EXPERIMENTS = {
+    "fedast-fig7": (FedastSetting(),
+                    FedastSetting(tasksets=(_PAIR,), methods=("fedast", "fedast-code", "fedast-static", "sync-st",
+                                                              "sync-st:1/2"), **_QUICK)),
+    "fedast-fig2": (FedastSetting(tasksets=("cifar10-jpeg*6",), methods=("fedast", "sync-st", "sync-st-nomit",
+                                                                          "sync-ucb", "sync-bayes"),
+                                  sync_allocation=None, total_time=3000.0),
+                    FedastSetting(tasksets=("mnist*3",), methods=("fedast", "sync-st", "sync-st-nomit", "sync-ucb",
+                                                                  "sync-bayes"), **_QUICK)),
+    "fedast-fig3": (FedastSetting(tasksets=("cifar10-jpeg*3", "fashion-mnist*3"),
+                                  methods=("fedast-static", "fedast-nobuffer"), caps=(30, 100, 300, 1000),
+                                  requests=None, sync_allocation=None, stop_at_target=False, total_time=1000.0),
+                    FedastSetting(tasksets=("fashion-mnist*3",), methods=("fedast-static", "fedast-nobuffer"),
+                                  **(_QUICK | dict(caps=(30, 100, 300, 1000), requests=None, stop_at_target=False,
+                                                   total_time=100.0)))),
+    "fedast-fig5": (FedastSetting(tasksets=tuple(f"{d}*{k}" for d in TASKS for k in (2, 4, 6)),
+                                  methods=("fedast-static", "sync-st"), sync_allocation=None),
+                    FedastSetting(tasksets=("mnist*2", "mnist*4"), methods=("fedast-static", "sync-st"), **_QUICK)),
+    "fedast-fig8": (FedastSetting(tasksets=("fashion-mnist,cifar10-jpeg",), methods=("fedast-static",),
+                                  buffers=(1, 3, 5, 10, 20), requests=175, stop_at_target=False, total_time=1000.0),
+                    FedastSetting(tasksets=(_PAIR,), methods=("fedast-static",),
+                                  **(_QUICK | dict(buffers=(1, 3, 5, 10, 20), requests=175, stop_at_target=False,
+                                                   total_time=150.0)))),
+    "fedast-fig9": (FedastSetting(tasksets=("mnist,cifar10-jpeg",), methods=("fedast-static",),
+                                  buffers=(1, 2, 3, 5, 10), requests=105, stop_at_target=False, total_time=1000.0),
+                    FedastSetting(tasksets=(_PAIR,), methods=("fedast-static",),
+                                  **(_QUICK | dict(buffers=(1, 2, 3, 5, 10), requests=105, stop_at_target=False,
+                                                   total_time=150.0)))),
+    "fedast-d6": (FedastSetting(methods=("fedast", "fedast-code", "fedast-static")),
+                  FedastSetting(tasksets=(_PAIR,), methods=("fedast", "fedast-code", "fedast-static"), **_QUICK)),
+}
+
+
+def setting(experiment: str, quick: bool | None = None, **overrides) -> FedastSetting:
+    return replace(base_setting(EXPERIMENTS, FedastSetting, experiment, quick, overrides), **overrides)
+
+
+def load_tasks(cfg: FedastSetting, root=None, device="cpu") -> dict:
+    """Every dataset the experiment's task sets name, loaded once."""
+    names = {n for t in cfg.tasksets for n in parse_taskset(t)}
+    return {n: load_dataset(n, root=root, device=device) for n in sorted(names)}
+
+
+def client_parts(cfg: FedastSetting, name: str, data, seed: int) -> list:
+    """The clients' samples of one dataset: 300 each with Dirichlet(0.1) label skew (App. C), or one speaking
+    role each for Shakespeare; identical tasks share them (the code's ``doesSameTaskExistBefore``)."""
+    if name == "shakespeare":
+        return make_partition("by_group", data.train_groups.cpu(), cfg.clients, seed=seed)
+    return make_partition("fixed_size", data.train_y.cpu(), cfg.clients, seed=seed, size=cfg.samples,
+                          alpha=cfg.alpha)
+
+
+def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, buffer: int | None, seed: int, *,
+                datasets: dict, device="cpu") -> dict:
+    """One seeded run: per task its curve, target and the time it was reached; ``time_to_all_targets`` (None if a
+    task missed its target within ``total_time``); the allocation of requests over time (FedAST)."""
+    names = parse_taskset(taskset)
+    tasks = cfg.tasks(taskset, method, cap, buffer)
+    profile = three_speed(cfg.clients, base=ShiftedExponential(shift=0.5, mean=1.0), seed=seed,
+                          costs=[FEDAST_MODEL_COSTS[TASKS[n]["cost"]] for n in names])
+    parts = {n: client_parts(cfg, n, datasets[n], seed) for n in set(names)}
+    feds = [make_federation(datasets[n], cfg.model(n)[0], cfg.clients, batch_size=TASKS[n]["batch"],
+                            profile=profile, seed=seed * 1000 + m, device=device, parts=parts[n],
+                            model_kw=cfg.model(n)[1]) for m, n in enumerate(names)]
+    common = dict(total_time=cfg.total_time, eval_every=cfg.eval_every, cap=cap, seed=seed)
+    base, _ = split_method(method)
+    if base in SYNC:
+        out = run_sync_st(feds, tasks, profile, first_k=None if base == "sync-st-nomit" else cfg.first_k,
+                          selection=SYNC[base], **common)
+        allocations = []
+        rounds = len(out["schedule"]["round_ends"])
+    else:
+        realloc = {"fedast": Realloc("paper"), "fedast-code": Realloc("code")}.get(method)
+        out = run_fedast(feds, tasks, profile, realloc=realloc, **common)
+        allocations = [[t, list(r)] for t, r in out["schedule"].allocations]
+        rounds = None
+    per_task = []
+    for name, task, h in zip(names, tasks, out["tasks"]):
+        curve = h["curve"]
+        target = cfg.target(name)
+        reached = h["target_reached_at"]
+        if not cfg.stop_at_target:       # the first evaluation at or above the target, training went on
+            reached = next((t for t, a in zip(curve["time"], curve["accuracy"]) if a >= target), None)
+        per_task.append({"name": task.name, "target": target, "reached": reached,
+                         "time": curve["time"], "accuracy": curve["accuracy"], "server_steps": h["server_steps"],
+                         "uploads": h["uploads"], "client_steps": h["client_steps"],
+                         "final_accuracy": h["final_accuracy"], "wall_seconds": h["wall_seconds"]})
+    reached = [t["reached"] for t in per_task]
+    return {"taskset": taskset, "method": method, "cap": cap, "buffer": buffer, "seed": seed,
+            "tasks": per_task, "time_to_all_targets": None if None in reached else max(reached),
+            "allocations": allocations, "sync_rounds": rounds,
+            "settings": [asdict(t) for t in tasks]}
+
+
+def run_key(run: dict) -> tuple:
+    return run["taskset"], run["method"], run["cap"], run["buffer"], run["seed"]
+
+
+def run_grid(cfg: FedastSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,
+             fleet_size: int | None = None, on_outcome=None):
+    datasets = load_tasks(cfg, root=root, device=device)
+    work = [(key, partial_fn(compute_run, cfg, *key, datasets=datasets, device=device)) for key in keys]
+    return (run_fleet if fleet else run_one_by_one)(work, **({"size": fleet_size} if fleet else {}),
+                                                    on_outcome=on_outcome)
+
+
+def grid(cfg: FedastSetting, *, seeds=None, device="cpu", root=None, fleet=True, fleet_size=None,
+         name="fedast") -> Grid:
+    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
+    keys = [(t, m, c, b, s) for s in range(seeds) for t in cfg.tasksets for c in cfg.caps for b in cfg.buffers
+            for m in cfg.methods]
+    work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
+    return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key,
+                selection=("seeds", "methods", "tasksets", "caps", "buffers"))
+
+
+def _stats(values: list) -> dict:
+    got = [v for v in values if v is not None]
+    return {"mean": float(np.mean(got)) if got else None, "std": float(np.std(got)) if got else None,
+            "per_seed": values, "reached": f"{len(got)}/{len(values)}"}
+
+
+def summarize(runs: list[dict]) -> dict:
+    """Per (task set, cap, buffer) row and method: time to all targets and per task (mean, std, per seed); the
+    time gain of each FedAST variant over the best Sync-ST (the allocation with the smallest mean time to all
+    targets, ``best_sync``), ``(T_sync - T) / T_sync`` of the means."""
+    rows: dict = {}
+    for r in runs:
+        row = rows.setdefault(f"{r['taskset']} | cap {r['cap']} | buffer {r['buffer'] or 'own'}", {})
+        row.setdefault(r["method"], []).append(r)
+    out = {}
+    for row, by_method in rows.items():
+        entry = {}
+        for method, rs in by_method.items():
+            entry[method] = {"time_to_all_targets": _stats([r["time_to_all_targets"] for r in rs]),
+                             "per_task": {t["name"]: _stats([r["tasks"][i]["reached"] for r in rs])
+                                          for i, t in enumerate(rs[0]["tasks"])},
+                             "final_accuracy": {t["name"]: float(np.mean([r["tasks"][i]["final_accuracy"]
+                                                                          for r in rs]))
+                                                for i, t in enumerate(rs[0]["tasks"])}}
+        syncs = {m: e["time_to_all_targets"]["mean"] for m, e in entry.items()
+                 if split_method(m)[0] == "sync-st" and e["time_to_all_targets"]["mean"] is not None}
+        best = min(syncs, key=syncs.get) if syncs else None
+        sync = syncs.get(best)
+        entry["gain_vs_sync"] = {m: (sync - e["time_to_all_targets"]["mean"]) / sync
+                                 for m, e in entry.items() if m.startswith("fedast") and sync
+                                 and e["time_to_all_targets"]["mean"] is not None}
+        entry["best_sync"] = best
+        out[row] = entry
+    return out
+
+
+def markdown(result: dict) -> str:
+    cfg = result["config"]
+    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
+             f"Machine: {result['machine']}; {result['execution']}", ""]
+    if result["quick"]:
+        lines += ["QUICK setting (CPU): " + ", ".join(f"{k} = {cfg[k]}" for k in
+                  ("clients", "caps", "requests", "buffers", "first_k", "target_offset", "total_time")) +
+                  ". It keeps the protocol and shrinks the scale: not comparable with the paper's numbers.", ""]
+    lines += [f"Targets: Table 1's plus {cfg['target_offset']:+.2f}. Times in simulated time units "
+              f"(a job of cost e lasts 27 x (Exp(e s) + e s / 2)); evaluated every {cfg['eval_every']}.", ""]
+    for row, entry in result["rows"].items():
+        methods = [m for m in entry if m not in ("gain_vs_sync", "best_sync")]
+        names = list(entry[methods[0]]["per_task"])
+        best = entry["best_sync"]
+        lines += [f"## {row}", "", f"Best Sync-ST: {method_style(best)['label'] if best else 'none reached'}.", "",
+                  "| method | all targets | " + " | ".join(names) + " | gain vs best Sync-ST |",
+                  "|---" * (len(names) + 3) + "|"]
+        for m in methods:
+            e = entry[m]
+            cell = lambda s: "–" if s["mean"] is None else f"{s['mean']:.0f} ± {s['std']:.0f} ({s['reached']})"  # noqa
+            gain = entry["gain_vs_sync"].get(m)
+            lines.append(f"| {method_style(m)['label']} | {cell(e['time_to_all_targets'])} | "
+                         + " | ".join(cell(e["per_task"][n]) for n in names)
+                         + f" | {'–' if gain is None else f'{100 * gain:.1f} %'} |")
+        lines += ["", "Final test accuracy (%, mean over seeds; at the target where a task stopped there): "
+                  + "; ".join(f"{method_style(m)['label']}: " + ", ".join(
+                      f"{n} {100 * entry[m]['final_accuracy'][n]:.1f}" for n in names) for m in methods), ""]
+    if result["experiment"] == "fedast-fig7":
+        lines += ["Paper (Fig. 7, reference only, paper scale): FedAST finishes all four tasks at about "
+                  f"{PAPER_FIG7['fedast_all']}, a {100 * PAPER_FIG7['gain']:.1f} % gain over the tuned Sync-ST.", ""]
+    return "\n".join(lines)
+
+
+def report(result: dict, per_run: bool = True) -> str:
+    text = markdown(result)
+    if per_run:
+        text += "\n| task set | method | cap | buffer | seed | all targets | wall s |\n|---|---|---|---|---|---|---|\n"
+        text += "\n".join(f"| {r['taskset']} | {r['method']} | {r['cap']} | {r['buffer'] or 'own'} | {r['seed']} | "
+                          f"{r['time_to_all_targets'] if r['time_to_all_targets'] is not None else '–'} | "
+                          f"{sum(t['wall_seconds'] for t in r['tasks']) / len(r['tasks']):.0f} |"
+                          for r in result["runs"])
+    return text
+
+
+def figure(result: dict):
+    """Per row: each task's accuracy against simulated time (a panel per task, methods in their colours, the
+    target dashed, where it was reached marked), and FedAST's allocation of requests over time."""
+    from matplotlib.figure import Figure
+    runs = result["runs"]
+    rows = list(dict.fromkeys((r["taskset"], r["cap"], r["buffer"]) for r in runs))
+    ntask = max(len(parse_taskset(t)) for t, _, _ in rows)
+    fig = Figure(figsize=(4 * (ntask + 1), 3.4 * len(rows)))
+    axes = fig.subplots(len(rows), ntask + 1, squeeze=False)
+    for i, (taskset, cap, buffer) in enumerate(rows):
+        mine = [r for r in runs if (r["taskset"], r["cap"], r["buffer"]) == (taskset, cap, buffer)]
+        for j, name in enumerate(t["name"] for t in mine[0]["tasks"]):
+            ax = axes[i][j]
+            for method in dict.fromkeys(r["method"] for r in mine):
+                rs = [r for r in mine if r["method"] == method]
+                st = method_style(method)
+                for k, r in enumerate(rs):
+                    t = r["tasks"][j]
+                    ax.plot(t["time"], t["accuracy"], color=st["color"], linestyle=st["linestyle"], lw=1.2,
+                            alpha=1 if k == 0 else 0.5, label=st["label"] if k == 0 else None)
+                    if t["reached"] is not None:
+                        ax.axvline(t["reached"], color=st["color"], linestyle=st["linestyle"], lw=0.6)
+            ax.axhline(mine[0]["tasks"][j]["target"], color="black", lw=0.8, linestyle="--", label="target")
+            ax.set(title=f"{name} (cap {cap}, buffer {buffer or 'own'})", xlabel="simulated time (time units)",
+                   ylabel="test accuracy")
+            ax.grid(alpha=0.3)
+            if j == 0:
+                ax.legend(fontsize=7)
+        ax = axes[i][ntask]
+        alloc = next((r for r in mine if r["method"] == "fedast" and r["allocations"]), None)
+        if alloc is not None:
+            times = [a[0] for a in alloc["allocations"]] + [max(alloc["time_to_all_targets"] or result["config"][
+                "total_time"], alloc["allocations"][-1][0])]
+            values = np.array([a[1] for a in alloc["allocations"]] + [alloc["allocations"][-1][1]]).T
+            ax.stackplot(times, values, step="post", labels=[t["name"] for t in alloc["tasks"]], alpha=0.8)
+            ax.set(title="FedAST's requests R_m over time (seed 0)", xlabel="simulated time (time units)",
+                   ylabel="active requests")
+            ax.legend(fontsize=7)
+        else:
+            ax.set_axis_off()
+        for j in range(len(mine[0]["tasks"]), ntask):
+            axes[i][j].set_axis_off()
+    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''}: "
+                 f"{result['config']['clients']} clients, {result['config']['seeds']} seed(s); vertical lines: "
+                 f"target reached (faint lines: other seeds)")
+    fig.tight_layout()
+    return fig
+
+
+def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
+    return write_files(result, out, report, figure, write_json)
+
+
+def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results", root=None,
+                   device="cpu", progress: bool = True, fresh: bool = False, reuse=(), fleet: bool = True,
+                   fleet_size: int | None = None, ray: str | None = None, **overrides) -> list[Path]:
+    """Compute a FedAST experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``."""
+    cfg = setting(experiment, quick=quick, **overrides)
+    dev = resolve_device(device)
+    g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
+    done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
+                   fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
+    rows = summarize(done.runs)
+    return done.publish({"rows": rows, "paper": PAPER_FIG7 if experiment == "fedast-fig7" else None}, out,
+                        write_result)
+
+
+__all__ = ["TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "summarize", "grid",
+           "run_experiment", "write_result", "report", "figure"]

@@ -1,0 +1,58 @@
+"""FedAST's experiments: task sets, method names, settings and the time-gain summary (no data needed)."""
+import pytest
+
+from afl.errors import ParameterError
+from afl.repro import fedast as fr
+
+
+def test_tasksets_and_methods_parse():
+    assert fr.parse_taskset("mnist*2,cifar10-jpeg") == ["mnist", "mnist", "cifar10-jpeg"]
+    assert fr.split_method("sync-st:1/2") == ("sync-st", (1.0, 2.0))
+    assert fr.split_method("fedast") == ("fedast", None)
+    for bad in ("fedast:1/2", "sync-st:0/1", "sync-st:a", "fedsgd"):
+        with pytest.raises(ParameterError, match="methods"):
+            fr.split_method(bad)
+    with pytest.raises(ParameterError, match="tasksets"):
+        fr.parse_taskset("imagenet")
+
+
+def test_tasks_follow_the_papers_rates_and_allocations():
+    cfg = fr.setting("fedast-fig7", quick=False)
+    tasks = cfg.tasks(cfg.tasksets[0], "sync-st", 300, None)
+    assert [t.requests for t in tasks] == [100, 84, 48, 68]                 # Fig. 7's tuned Sync-ST
+    assert [t.server_lr for t in tasks] == [1.0] * 4 and tasks[0].lr == 0.2 and tasks[2].weight_decay == 3e-4
+    fed = cfg.tasks(cfg.tasksets[0], "fedast", 300, None)
+    assert [(t.requests, t.buffer, t.server_lr) for t in fed] == [(96, 3, 0.1)] * 3 + [(96, 6, 0.1)]
+    assert [t.target for t in fed] == pytest.approx([0.93, 0.82, 0.63, 0.42])
+    nobuf = cfg.tasks("mnist*3", "fedast-nobuffer", 300, None)
+    assert {(t.buffer, t.server_lr) for t in nobuf} == {(1, 0.038)} and nobuf[1].name == "mnist #2"
+    fig3 = fr.setting("fedast-fig3", quick=True)
+    assert [t.requests for t in fig3.tasks(fig3.tasksets[0], "fedast-static", 300, None)] == [100] * 3
+    assert all(t.target is None for t in fig3.tasks(fig3.tasksets[0], "fedast-static", 300, None))
+
+
+@pytest.mark.parametrize("kw, name", [(dict(methods=("fedavg",)), "methods"), (dict(caps=(0,)), "caps"),
+                                      (dict(target_offset=0.5), "target_offset"), (dict(models=("mnist=vgg",)), "models"),
+                                      (dict(tasksets=("mnist*0",)), "tasksets")])
+def test_bad_settings_name_the_field(kw, name):
+    with pytest.raises(ParameterError, match=name):
+        fr.setting("fedast-fig7", quick=True, **kw)
+
+
+def run(method, seed, all_targets, per_task=(10.0, None)):
+    return {"taskset": "mnist,fashion-mnist", "method": method, "cap": 300, "buffer": None, "seed": seed,
+            "time_to_all_targets": all_targets,
+            "tasks": [{"name": n, "reached": r, "final_accuracy": 0.9} for n, r in zip(("mnist", "fashion-mnist"),
+                                                                                     per_task)]}
+
+
+def test_gain_is_against_the_best_sync_allocation():
+    runs = [run("fedast", 0, 60.0), run("fedast", 1, 80.0), run("sync-st", 0, 120.0), run("sync-st", 1, 120.0),
+            run("sync-st:1/2", 0, 90.0), run("sync-st:1/2", 1, 110.0), run("fedast-static", 0, None),
+            run("fedast-static", 1, 90.0)]
+    row = fr.summarize(runs)["mnist,fashion-mnist | cap 300 | buffer own"]
+    assert row["best_sync"] == "sync-st:1/2"
+    assert row["fedast"]["time_to_all_targets"]["mean"] == 70.0
+    assert row["gain_vs_sync"]["fedast"] == pytest.approx((100 - 70) / 100)
+    assert row["fedast-static"]["time_to_all_targets"]["reached"] == "1/2"   # a missed target is not averaged in
+    assert row["fedast"]["per_task"]["mnist"]["mean"] == 10.0
