@@ -232,56 +232,48 @@ class LocalSGD:
                 s[sel_dev] = chunk_state[n]
         return out
 
+    def _client_batches(self, params: Tensor, parts: list[Tensor]):
+        """Yield ``(sel, share, views, x, y)``: clients ``sel`` with a chunk of their samples, their models' views,
+        inputs and labels, walking all of each client's samples ``parts[c]`` in chunks of ``batch_size`` (clients
+        whose chunks have equal sizes together, without augmentation); ``share``: ``size`` over each client's total."""
+        C, P = params.shape
+        check(P == self.model.size and len(parts) == C, "params", tuple(params.shape),
+              f"(len(parts) = {len(parts)}, {self.model.size})")
+        sizes = torch.tensor([len(p) for p in parts])
+        check(bool((sizes > 0).all()), "parts", sizes.tolist(), "non-empty index sets")
+        for lo in range(0, int(sizes.max()), self.batch_size):
+            take = (sizes - lo).clamp(0, self.batch_size)
+            for size in take.unique().tolist():
+                if size == 0:
+                    continue
+                for sel in torch.nonzero(take == size).flatten().split(self.chunk):
+                    idx = torch.stack([torch.as_tensor(parts[c])[lo:lo + size] for c in sel.tolist()])
+                    x, y = self._batch(idx.to(self.device), None, augment=False)
+                    sel_dev = sel.to(self.device)
+                    share = (size / sizes[sel].to(params)).view(-1, 1)
+                    yield sel_dev, share, self.model.views(params.index_select(0, sel_dev)), x, y
+
     @torch.no_grad()
     def full_gradient(self, params: Tensor, parts: list[Tensor]) -> Tensor:
         """Each client's full-batch gradient: the mean-loss gradient of model ``params[c]`` over all of client
         c's training samples ``parts[c]``, without augmentation or weight decay (MIME's ``nabla f_i(x)``,
         Karimireddy et al. 2021). ``(C, P)``; computed in chunks of ``batch_size`` samples, clients whose chunks
         have equal sizes together."""
-        C, P = params.shape
-        check(P == self.model.size and len(parts) == C, "params", tuple(params.shape),
-              f"(len(parts) = {len(parts)}, {self.model.size})")
-        sizes = torch.tensor([len(p) for p in parts])
-        check(bool((sizes > 0).all()), "parts", sizes.tolist(), "non-empty index sets")
         out = torch.zeros_like(params)
-        for lo in range(0, int(sizes.max()), self.batch_size):
-            take = (sizes - lo).clamp(0, self.batch_size)
-            for size in take.unique().tolist():
-                if size == 0:
-                    continue
-                for sel in torch.nonzero(take == size).flatten().split(self.chunk):
-                    idx = torch.stack([torch.as_tensor(parts[c])[lo:lo + size] for c in sel.tolist()])
-                    x, y = self._batch(idx.to(self.device), None, augment=False)
-                    sel_dev = sel.to(self.device)
-                    views = [v.contiguous() for v in self.model.views(params.index_select(0, sel_dev)).values()]
-                    grads = torch.cat([g.reshape(len(sel), -1) for g in self.strategy.gradient(views, x, y)], 1)
-                    out[sel_dev] += grads * (size / sizes[sel].to(params)).view(-1, 1)
+        for sel, share, views, x, y in self._client_batches(params, parts):
+            views = [v.contiguous() for v in views.values()]
+            out[sel] += torch.cat([g.reshape(len(sel), -1) for g in self.strategy.gradient(views, x, y)], 1) * share
         return out
 
     @torch.no_grad()
     def train_loss(self, params: Tensor, parts: list[Tensor]) -> Tensor:
         """Each client's mean training loss ``(C,)``: model ``params[c]`` on all of client c's samples ``parts[c]``,
         without augmentation (a loss-based client score, e.g. Sync-UCB-ST's); chunks as in :meth:`full_gradient`."""
-        C, P = params.shape
-        check(P == self.model.size and len(parts) == C, "params", tuple(params.shape),
-              f"(len(parts) = {len(parts)}, {self.model.size})")
-        sizes = torch.tensor([len(p) for p in parts])
-        check(bool((sizes > 0).all()), "parts", sizes.tolist(), "non-empty index sets")
-        out = torch.zeros(C, dtype=params.dtype, device=params.device)
-        for lo in range(0, int(sizes.max()), self.batch_size):
-            take = (sizes - lo).clamp(0, self.batch_size)
-            for size in take.unique().tolist():
-                if size == 0:
-                    continue
-                for sel in torch.nonzero(take == size).flatten().split(self.chunk):
-                    idx = torch.stack([torch.as_tensor(parts[c])[lo:lo + size] for c in sel.tolist()])
-                    x, y = self._batch(idx.to(self.device), None, augment=False)
-                    sel_dev = sel.to(self.device)
-                    views = self.model.views(params.index_select(0, sel_dev))
-                    logits = self.strategy.forward(views, x)
-                    loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
-                                                       reduction="none").view(len(sel), -1).sum(1)
-                    out[sel_dev] += loss / sizes[sel].to(params)
+        out = torch.zeros(len(params), dtype=params.dtype, device=params.device)
+        for sel, share, views, x, y in self._client_batches(params, parts):
+            logits = self.strategy.forward(views, x)
+            loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="none")
+            out[sel] += loss.view(len(sel), -1).mean(1) * share[:, 0]
         return out
 
     def _per_client(self, value, C: int, name: str) -> Tensor:

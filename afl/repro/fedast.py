@@ -353,6 +353,11 @@ def summarize(runs: list[dict]) -> dict:
     return out
 
 
+def _cell(stats: dict) -> str:
+    """A time to target in a table: mean ± std (seeds that reached it / all)."""
+    return "–" if stats["mean"] is None else f"{stats['mean']:.0f} ± {stats['std']:.0f} ({stats['reached']})"
+
+
 def markdown(result: dict) -> str:
     cfg = result["config"]
     lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
@@ -372,10 +377,9 @@ def markdown(result: dict) -> str:
                   "|---" * (len(names) + 3) + "|"]
         for m in methods:
             e = entry[m]
-            cell = lambda s: "–" if s["mean"] is None else f"{s['mean']:.0f} ± {s['std']:.0f} ({s['reached']})"  # noqa
             gain = entry["gain_vs_sync"].get(m)
-            lines.append(f"| {method_style(m)['label']} | {cell(e['time_to_all_targets'])} | "
-                         + " | ".join(cell(e["per_task"][n]) for n in names)
+            lines.append(f"| {method_style(m)['label']} | {_cell(e['time_to_all_targets'])} | "
+                         + " | ".join(_cell(e["per_task"][n]) for n in names)
                          + f" | {'–' if gain is None else f'{100 * gain:.1f} %'} |")
         lines += ["", "Final test accuracy (%, mean over seeds; at the target where a task stopped there): "
                   + "; ".join(f"{method_style(m)['label']}: " + ", ".join(
