@@ -32,11 +32,11 @@ from ..algorithms import get as get_algorithm, make_federation, run_algorithm
 from ..compress import Quantizer
 from ..data import load_dataset
 from ..errors import check_choice, check_int, check_real
-from ..fleet import Outcome, run_fleet, run_one_by_one
+from ..fleet import Outcome
 from ..plots import style
 from ..results import PartialRuns
 from ..runtime import resolve_device
-from .runner import Grid, base_setting, compute, execute, write_files
+from .runner import Grid, base_setting, compute, execute, run_tasks, write_files
 
 #: Table 2's columns: partition scheme and fraction of slow clients.
 SPLITS = {
@@ -225,9 +225,7 @@ def run_grid(cfg: FavasSetting, keys: list[tuple], *, device="cpu", root=None, t
     data = load_dataset(cfg.dataset, root=root, device=device, normalize=cfg.normalize)
     tasks = [(key, partial_fn(compute_run, cfg, key[1], key[0], key[2], dataset=data, device=device,
                               track_variance=track_variance)) for key in keys]
-    if fleet:
-        return run_fleet(tasks, size=fleet_size, on_outcome=on_outcome)
-    return run_one_by_one(tasks, on_outcome=on_outcome)
+    return run_tasks(tasks, fleet=fleet, fleet_size=fleet_size, on_outcome=on_outcome)
 
 
 def table2(runs: list[dict]) -> dict:

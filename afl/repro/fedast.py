@@ -28,11 +28,10 @@ from ..algorithms.sync_st import run_sync_st
 from ..data import load_dataset, partition as make_partition
 from ..errors import check, check_choice, check_int, check_real
 from ..models import MODEL_NAMES
-from ..fleet import run_fleet, run_one_by_one
 from ..plots import style
 from ..runtime import resolve_device
 from ..sim import FEDAST_MODEL_COSTS, ShiftedExponential, three_speed
-from .runner import Grid, base_setting, execute, write_files
+from .runner import Grid, base_setting, execute, run_tasks, write_files
 
 #: Per dataset (App. C): model, batch, client lr and weight decay (async; sync), buffer, target (Table 1), cost.
 TASKS = {
@@ -303,8 +302,7 @@ def run_grid(cfg: FedastSetting, keys: list[tuple], *, device="cpu", root=None, 
              fleet_size: int | None = None, on_outcome=None):
     datasets = load_tasks(cfg, root=root, device=device)
     work = [(key, partial_fn(compute_run, cfg, *key, datasets=datasets, device=device)) for key in keys]
-    return (run_fleet if fleet else run_one_by_one)(work, **({"size": fleet_size} if fleet else {}),
-                                                    on_outcome=on_outcome)
+    return run_tasks(work, fleet=fleet, fleet_size=fleet_size, on_outcome=on_outcome)
 
 
 def grid(cfg: FedastSetting, *, seeds=None, device="cpu", root=None, fleet=True, fleet_size=None,

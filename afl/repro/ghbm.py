@@ -34,13 +34,13 @@ from ..algorithms import get as get_algorithm, make_federation, run_algorithm
 from ..algorithms.fedavg import FedAvg
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..errors import ParameterError, check, check_choice, check_int, check_real
-from ..fleet import Outcome, run_fleet, run_one_by_one
+from ..fleet import Outcome
 from ..plots import style
 from ..runtime import resolve_device
 from ..theory.ghbm import unseen_fraction_moment
 from .favas import settings_record
 from ..results import output_dir
-from .runner import Grid, base_setting, execute, set_flags, write_files
+from .runner import Grid, base_setting, execute, run_tasks, set_flags, write_files
 
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
@@ -285,8 +285,7 @@ def run_grid(cfg: GhbmSetting, keys: list[tuple], *, device="cpu", root=None, fl
     """The runs ``keys`` ((split, method, tau, seed) each) on one machine, as a fleet or one by one."""
     data = load_task(cfg, root=root, device=device)
     tasks = [(key, partial_fn(compute_run, cfg, *key, dataset=data, device=device)) for key in keys]
-    return (run_fleet if fleet else run_one_by_one)(tasks, **({"size": fleet_size} if fleet else {}),
-                                                    on_outcome=on_outcome)
+    return run_tasks(tasks, fleet=fleet, fleet_size=fleet_size, on_outcome=on_outcome)
 
 
 def grid(cfg: GhbmSetting, *, seeds: int | None = None, device="cpu", root=None, fleet: bool = True,

@@ -38,14 +38,14 @@ from ..algorithms import get as get_algorithm, make_federation, run_algorithm
 from ..compress import make_quantizer
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..errors import check, check_choice, check_int, check_real
-from ..fleet import Outcome, run_fleet, run_one_by_one
+from ..fleet import Outcome, run_fleet
 from ..models import build_model
 from ..plots import band_label, style
 from ..runtime import resolve_device
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
 from .favas import settings_record
-from .runner import Grid, base_setting, execute, write_files
+from .runner import Grid, base_setting, execute, run_tasks, write_files
 
 #: QAFeL Table 1's message sizes in bytes (paper numbers, shown only as labelled references)
 PAPER_BYTES = {"identity": 117128, "scalar:8": 29924, "scalar:4": 15380, "scalar:2": 8108}
@@ -319,8 +319,7 @@ def run_grid(cfg: QafelSetting, keys: list[tuple], *, device="cpu", root=None, f
     data = load_task(cfg, root=root, device=device)
     tasks = [(key, partial_fn(compute_run, cfg, key[1], key[0], key[2], dataset=data, device=device))
              for key in keys]
-    return (run_fleet if fleet else run_one_by_one)(tasks, **({"size": fleet_size} if fleet else {}),
-                                                    on_outcome=on_outcome)
+    return run_tasks(tasks, fleet=fleet, fleet_size=fleet_size, on_outcome=on_outcome)
 
 
 def grid(cfg: QafelSetting, *, seeds: int | None = None, device="cpu", root=None, fleet: bool = True,

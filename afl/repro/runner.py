@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 
 from ..errors import RunsFailed, check, check_choice, check_int
-from ..fleet import DEFAULT_SIZE, run_on_ray
+from ..fleet import DEFAULT_SIZE, run_fleet, run_on_ray, run_one_by_one
 from ..results import PartialRuns, output_dir, progress_bar, setting_key
 
 
@@ -76,6 +76,14 @@ def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress
     if failed:
         raise RunsFailed([(o.key, o.error) for o in failed])
     return [have[k] for k in grid.keys]
+
+
+def run_tasks(tasks: list, *, fleet: bool = True, fleet_size: int | None = None, on_outcome=None) -> list:
+    """Run ``(key, task)`` pairs on this machine as one fleet (at most ``fleet_size`` live) or one by one; the
+    :class:`~afl.fleet.Outcome` of each, in order."""
+    if fleet:
+        return run_fleet(tasks, size=fleet_size, on_outcome=on_outcome)
+    return run_one_by_one(tasks, on_outcome=on_outcome)
 
 
 def reusable_runs(path, grid: Grid) -> list[dict]:
@@ -160,7 +168,7 @@ def machine(device: str) -> str:
             f"{torch.get_num_threads()} threads, device {device}")
 
 
-__all__ = ["Grid", "compute", "reusable_runs", "Execution", "execute", "machine"]
+__all__ = ["Grid", "compute", "run_tasks", "reusable_runs", "Execution", "execute", "machine"]
 
 
 def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):
