@@ -12,6 +12,10 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.afl-installed
 
+# Walkthroughs and solution notebooks are committed with their outputs and run under nbval; exercise notebooks are
+# committed blank (each written from its solution by tools/make_exercises.py) and run by tests/test_exercises.py.
+NOTEBOOKS = notebooks/*.ipynb notebooks/exercises/*_sol.ipynb
+
 .PHONY: setup demo test test-unit test-notebooks sync-notebooks notebook-outputs notebooks bench clean
 
 setup: $(STAMP)
@@ -33,19 +37,21 @@ test-unit: setup
 # Notebooks: the paired percent scripts must match the .ipynb files, the committed .ipynb files must hold the
 # outputs of a top-to-bottom run (make notebook-outputs), and every notebook runs headless in its quick mode.
 test-notebooks: setup
-	@for nb in notebooks/*.ipynb; do \
+	@for nb in notebooks/*.ipynb notebooks/exercises/*.ipynb; do \
 	  $(BIN)/jupytext --quiet --to py:percent -o - "$$nb" | diff -q - "$${nb%.ipynb}.py" >/dev/null \
 	  || { echo "$$nb differs from its paired .py: run make sync-notebooks"; exit 1; }; done
-	$(BIN)/python tools/execute_notebooks.py --check notebooks/*.ipynb
-	AFL_QUICK=1 AFL_DOWNLOAD=0 MPLBACKEND=Agg $(BIN)/python -m pytest -q --nbval-lax notebooks
+	$(BIN)/python tools/make_exercises.py --check
+	$(BIN)/python tools/execute_notebooks.py --check $(NOTEBOOKS)
+	AFL_QUICK=1 AFL_DOWNLOAD=0 MPLBACKEND=Agg $(BIN)/python -m pytest -q --nbval-lax $(NOTEBOOKS)
 
 # Edit notebooks as percent scripts (.py); this updates the paired .ipynb files.
 sync-notebooks: setup
-	$(BIN)/jupytext --sync notebooks/*.py
+	$(BIN)/python tools/make_exercises.py
+	$(BIN)/jupytext --sync notebooks/*.py notebooks/exercises/*.py
 
 # Run every notebook top to bottom and keep its outputs in the .ipynb (what a reader browsing the repository sees).
 notebook-outputs: sync-notebooks
-	MPLBACKEND=module://matplotlib_inline.backend_inline $(BIN)/python tools/execute_notebooks.py notebooks/*.ipynb
+	MPLBACKEND=module://matplotlib_inline.backend_inline $(BIN)/python tools/execute_notebooks.py $(NOTEBOOKS)
 
 # Open the notebooks in Jupyter, in the project's environment.
 notebooks: setup

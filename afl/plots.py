@@ -23,6 +23,8 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "fedbuff-quafl-code": ("#2ca02c", "--", "FedBuff (every client, lr Z/n)"),
     "favas": ("#1f77b4", "-", "FAVAS (1/α)"),
     "favas-normalized": ("#1f77b4", "--", "FAVAS (ᾱ/α)"),
+    "favas-noreweight": ("#1f77b4", ":", "FAVAS without reweighting (ablation)"),
+    "favas-mixing": ("#1f77b4", "-.", "FAVAS with QuAFL's client mixing (ablation)"),
     "qafel scalar 4/4": ("#d62728", "-", "QAFeL, FLSim 4-bit both ways"),
     "qafel scalar 2/2": ("#d62728", "--", "QAFeL, FLSim 2-bit both ways"),
     "qafel qsgd 4/4": ("#d62728", ":", "QAFeL, L2 QSGD 4-bit both ways"),

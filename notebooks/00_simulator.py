@@ -28,6 +28,16 @@
 # This notebook runs these schedules **without any training**: only simulated time, so that we can see who works
 # when. Everything is seeded; the same cells give the same numbers.
 
+# %% [markdown]
+# **Learning goals.** Read a schedule (who trains when); explain why a synchronous round lasts as long as its
+# slowest client, why FedBuff's buffer fills with fast clients, and why FAVAS's fast clients send more local steps.
+# **Time:** 30 minutes. **Needs:** Python and NumPy. **Next:** `exercises/00_simulator_ex` (course map:
+# `notebooks/README.md`).
+#
+# **Glossary.** `n` clients, `s` contacted (FAVAS/QuAFL) or sampled (FedAvg) per server step; `K` the cap on local
+# steps; `E_i` the steps client i could finish before the server's request, so it sends `E_i ∧ K`; `Δ` the server
+# clock's period; `Z` FedBuff's buffer (QAFeL's `K`); *staleness* `τ`: server steps since a client started.
+
 # %%
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -94,6 +104,9 @@ assert profile.counts() == {"fast": 13, "slow": 7}
 # **Synchronous FedAvg.** Each round, `s = 4` random clients run `K = 5` steps; the server waits for all of them.
 # One row per client (blue: fast, red: slow), the number in a bar is the steps it finished, grey is waiting,
 # dotted lines are server steps.
+#
+# **Predict before you run:** in 80 time units, how many more local steps does a fast client (mean step 2) finish
+# than a slow one (mean 8) under each protocol? Under which protocol do the fast clients wait?
 
 # %%
 K, S, INTERVAL, Z = 5, 4, 2.0, 4

@@ -39,6 +39,16 @@
 # the paper's; (5) the theory (Lemma 2, Theorem 3, Table 1). Set `AFL_DATA` to the data mirror. Every cell is quick
 # (about a minute in all on two CPU cores, seeded); paper-scale numbers are only read from `results/`.
 
+# %% [markdown]
+# **Learning goals.** Explain the bias of averaging asynchronous clients and how `1/α` removes it; say why
+# restarting from the server model stops client drift; read our Table 2 beside the paper's; switch each ingredient
+# off (`favas-noreweight`, `favas-mixing`). **Time:** 45 minutes. **Needs:** notebook 00. **Next:**
+# `exercises/01_favas_ex`.
+#
+# **Glossary.** `E_i ∧ K` the steps client i sends; `α_i` its reweighting (eq. (1)): `E[E_i ∧ K]` (deterministic) or
+# `P(E_i > 0)(E_i ∧ K)` (stochastic); `ᾱ` the clients' mean `E[E ∧ K]`; `s` clients contacted every `Δ = 10` time
+# units; `K = 20` the cap; Theorem 3's constants `a_i`, `b`; `C` the time a server step takes (Table 1).
+
 # %%
 import json
 from pathlib import Path
@@ -215,6 +225,9 @@ assert abs(norm["fast"] - norm["slow"]) < 1e-9 and norm["fast"] > 10         # u
 # of 5000, one seed. FedAvg's rounds wait for their slowest client (+10); FAVAS (both rules) and QuAFL step every
 # `Δ = 10`; FedBuff keeps `s = 4` clients in flight and steps (10 units each) whenever `Z = 2` updates have arrived,
 # each weighted by `1/√(1+τ)` for its staleness `τ`.
+#
+# **Predict before you run:** on non-IID data, which method ends lowest after 2000 time units, FedAvg (waits for
+# its slowest client each round), QuAFL (keeps its clients' models) or FedBuff (fills its buffer with fast clients)?
 
 # %%
 CFG = setting("favas-table2", quick=True, n=20, s=4, K=10, Z=2, total_time=2000.0, eval_every=50.0, seeds=1)

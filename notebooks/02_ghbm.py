@@ -36,6 +36,15 @@
 # (5) the theory's calculators. Every live cell runs in seconds on two CPU cores, seeded; the paper-scale
 # numbers of the paper appear only as labelled references beside ours.
 
+# %% [markdown]
+# **Learning goals.** Explain why a momentum averaged over `τ` rounds reflects more of the federation than one
+# round; read the `τ` sweep and Table 2; say what the GHBM family costs in communication. **Time:** 45 minutes.
+# **Needs:** notebook 00, momentum SGD. **Next:** `exercises/02_ghbm_ex`.
+#
+# **Glossary.** `θ^t` the server model after round t; `τ` the rounds averaged into the momentum; `J` local steps
+# per round; `β` the momentum factor; `n` clients, `s` per round, `C = s/n`; `α` the Dirichlet concentration of
+# the split (0: one class per client); `|S_τ|` the clients seen in `τ` rounds.
+
 # %%
 import json
 from pathlib import Path
@@ -204,6 +213,8 @@ show_unseen()
 # GHBM on one class per client, `τ` from 1 (= FedCM) to 40. The committed result is our CPU setting
 # (Fashion-MNIST, a 784-200-200-10 MLP, 100 clients, `C = 0.1`, `J = 8` steps of 64, the paper's CIFAR
 # hyperparameters; its command says how many rounds and seeds): it shows the shape, not the paper's CIFAR numbers.
+#
+# **Predict before you run:** with `C = 0.1`, does accuracy keep rising with `τ`, or is there a best `τ`? Where?
 
 # %%
 result = committed("ghbm-tau")

@@ -33,6 +33,15 @@
 # (vehicles vs animals) split into LEAF-like users, with the paper's model, so every byte count is the paper's;
 # the paper's numbers appear only as labelled references.
 
+# %% [markdown]
+# **Learning goals.** Count a message's bits exactly; compare quantizers' errors; explain why QAFeL broadcasts
+# the change into a hidden state instead of the model; read Table 1's protocol. **Time:** 45 minutes. **Needs:**
+# notebook 00 (FedBuff). **Next:** `exercises/03_qafel_ex`.
+#
+# **Glossary.** Buffer `K` (FedBuff's `Z`): updates per server step; *concurrency*: clients training at once;
+# `bits` per coordinate, sign included; `s = 2^(bits−1) − 1` QSGD's levels; `δ` the compression parameter
+# (`E‖Q(x) − x‖² ≤ (1 − δ)‖x‖²`); `x̂` the hidden state; *staleness* `τ`: server steps since a client started.
+
 # %%
 import math
 
@@ -81,6 +90,9 @@ display(Markdown(f"d = {d:,} parameters\n\n" + "\n".join(rows)
 # QAFeL's analysis (Definition 2.1) needs `E‖Q(x) − x‖² ≤ (1 − δ)‖x‖²` with `δ > 0`: a quantizer that, on
 # average, errs by less than the vector itself. The picture measures `‖Q(x) − x‖²/‖x‖²` on Gaussian vectors of
 # the model's size, against the bits each quantizer spends per coordinate (side information included).
+#
+# **Predict before you run:** which errs more relative to the vector, 4-bit L2 QSGD or 4-bit max-norm QSGD with
+# buckets of 64, on a vector of 29,282 coordinates?
 
 # %%
 families = {

@@ -29,6 +29,10 @@
 # committed reproductions beside the paper; (6) Theorem 1's terms. Every cell runs in seconds to a minute on two
 # CPU cores.
 #
+# **Learning goals.** Explain why buffered asynchronous rounds beat waiting for the slowest (`log R`); follow
+# Realloc's requests as tasks finish; read Theorem 1's three terms. **Time:** 40 minutes. **Needs:** notebook 00.
+# **Next:** `exercises/04_fedast_ex`.
+#
 # **Glossary.** `M` tasks; `R_m` active requests of task m; `b_m` its buffer; `τ` = 27 local steps; `η_c`, `η_s`
 # client and server learning rates; the *cap* is how many clients may be busy at once (300 of 1,000 in the paper);
 # *first k*: Sync-ST keeps the first k = 30 updates per task and drops the stragglers.

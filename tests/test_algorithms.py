@@ -34,10 +34,12 @@ def run(name, fed, **kw):
     return out
 
 
-@pytest.mark.parametrize("name, reweighting", [("favas", "literal"), ("favas", "normalized"), ("quafl", None)])
-def test_server_clock_methods_match_reference(name, reweighting):
+@pytest.mark.parametrize("name, reweighting, mixing", [
+    ("favas", "literal", False), ("favas", "normalized", False), ("quafl", None, True),
+    ("favas", "none", False), ("favas", "literal", True)])          # the last two: FAVAS's ablations
+def test_server_clock_methods_match_reference(name, reweighting, mixing):
     fed = federation()
-    out = run(name, fed, **({"reweighting": reweighting} if reweighting else {}))
+    out = run(name, fed, **({"reweighting": reweighting, "client_mixing": mixing} if name == "favas" else {}))
     ref = Reference(fed)
     w0 = fed.init.clone()
     starts = {c: w0.clone() for c in range(N)}
@@ -50,14 +52,14 @@ def test_server_clock_methods_match_reference(name, reweighting):
         sent, new_start = [], {}
         for c in group:
             local = ref.train(starts[c.client], batches[c.client], c.steps, lr)
-            if name == "favas":                                            # Alg. 1, l. 24
+            if name == "favas" and reweighting != "none":                 # Alg. 1, l. 24
                 sent.append(starts[c.client] + (local - starts[c.client]) * alpha_bar / alpha[c.client])
             else:
                 sent.append(local)
-                new_start[c.client] = (w + S * local) / (S + 1)          # QuAFL client-side mixing
+            new_start[c.client] = (w + S * local) / (S + 1)              # QuAFL client-side mixing
         w_new = (w + sum(sent)) / (S + 1)
         for c in group:
-            starts[c.client] = w_new.clone() if name == "favas" else new_start[c.client]
+            starts[c.client] = new_start[c.client] if mixing else w_new.clone()
             batches[c.client] = ref.streams.take(c.client, K)
         w = w_new
     torch.testing.assert_close(out["model"], w, **TOL)

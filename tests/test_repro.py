@@ -21,7 +21,11 @@ def test_settings_follow_the_paper():
     assert paper.run_kwargs("favas")["reweighting"] == "literal" and paper.run_kwargs("favas")["lr"] == 0.5
     assert paper.run_kwargs("favas-normalized")["reweighting"] == "normalized"
     assert paper.run_kwargs("quafl-lattice14")["quantizer"] == "lattice:14:1e-4"
-    assert set(paper.methods) == set(fr.METHODS)
+    assert set(paper.methods) == {m for m, method in fr.METHODS.items() if not method.ablation}
+    assert fr.reference("favas-mixing") is None and fr.reference("favas") is not None
+    ablation = fr.setting("favas-ablation", quick=False)
+    assert ablation.run_kwargs("favas-noreweight")["reweighting"] == "none"
+    assert ablation.run_kwargs("favas-mixing")["client_mixing"] is True
     assert fr.setting("favas-fig3a", quick=False).dataset == "cifar10-jpeg"         # never labelled CIFAR-10
     assert fr.setting("favas-table2", quick=True).total_time < paper.total_time
     with pytest.raises(ParameterError, match="experiment"):

@@ -41,6 +41,11 @@ class ClockedSettings(Settings):
         return self.server_interval
 
 
+def mix_with_server(server: Tensor, local: Tensor, s: int) -> Tensor:
+    """QuAFL's client side (FAVAS Sec. 3): a contacted client continues from ``(w_server + s w^i) / (s + 1)``."""
+    return (server + s * local) / (s + 1)
+
+
 class ClockedLearner(Learner):
     """Shared bookkeeping of QuAFL and FAVAS; subclasses define :meth:`upload` and :meth:`restart`."""
 

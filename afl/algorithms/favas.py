@@ -19,6 +19,10 @@ progress of *one* local step, whatever K. ``"normalized"`` scales by ``alpha_bar
 contribution is the same), but an upload carries ``alpha_bar`` steps' worth of progress, as a FedAvg update
 of the same clients would. It is the literal rule with the server step scaled by ``alpha_bar`` (the step
 size that Theorem 3's eta absorbs), not a different estimator.
+
+Ablations, so that each ingredient shows in accuracy: ``reweighting="none"`` sends the local model as it is
+(the fast clients' bias comes back); ``client_mixing=True`` keeps QuAFL's client side instead of the restart,
+``w^i <- (w_{t-1} + s w^i) / (s + 1)`` (FAVAS Sec. 3's source of client drift).
 """
 from __future__ import annotations
 
@@ -29,19 +33,21 @@ import torch
 
 from ..errors import check_choice
 from ..sim.counts import contact_steps_pmf, truncated_steps_stats
-from .clocked import ClockedLearner, ClockedSettings
+from .clocked import ClockedLearner, ClockedSettings, mix_with_server
 from .registry import register, server_clock
 
 MODES = ("deterministic", "stochastic")
-REWEIGHTINGS = ("literal", "normalized")
+REWEIGHTINGS = ("literal", "normalized", "none")
 
 
 @dataclass(frozen=True)
 class FavasSettings(ClockedSettings):
-    """FAVAS: ``mode`` of alpha (eq. (1)) and ``reweighting`` (``1/alpha`` or ``alpha_bar/alpha``)."""
+    """FAVAS: ``mode`` of alpha (eq. (1)), ``reweighting`` (``1/alpha``, ``alpha_bar/alpha``, or ``"none"``: the
+    ablation without it) and ``client_mixing`` (the ablation with QuAFL's client mixing instead of the restart)."""
 
     mode: str = "deterministic"
     reweighting: str = "literal"
+    client_mixing: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -66,13 +72,15 @@ class Favas(ClockedLearner):
 
     def __init__(self, fed, history, cfg: FavasSettings):
         super().__init__(fed, history, cfg)
-        self.mode = cfg.mode
+        self.mode, self.reweighting, self.client_mixing = cfg.mode, cfg.reweighting, cfg.client_mixing
         mean, pos = reweighting_stats(fed.profile, cfg.K, cfg.s, cfg.contact_interval(), seed=fed.seed)
         as_tensor = lambda a: torch.as_tensor(a, dtype=self.w.dtype, device=self.w.device)  # noqa: E731
         self.expected_steps, self.p_progress = as_tensor(mean), as_tensor(pos)
         self.scale = float(mean.mean()) if cfg.reweighting == "normalized" else 1.0
 
     def upload(self, clients, local, start, steps):
+        if self.reweighting == "none":
+            return local
         if self.mode == "deterministic":
             alpha = self.expected_steps[clients]
         else:
@@ -81,6 +89,8 @@ class Favas(ClockedLearner):
         return start + (local - start) * scale[:, None]
 
     def restart(self, clients, local, w_old, w_new):
+        if self.client_mixing:
+            return mix_with_server(w_old, local, self.s)
         return w_new.expand(len(clients), -1)
 
 

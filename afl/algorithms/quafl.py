@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..compress import LatticeQuantizer, Quantizer, make_quantizer, quantized_interval
 from ..errors import check
-from .clocked import ClockedLearner, ClockedSettings
+from .clocked import ClockedLearner, ClockedSettings, mix_with_server
 from .registry import register, server_clock
 
 
@@ -71,12 +71,12 @@ class QuAFL(ClockedLearner):
 
     def restart(self, clients, local, w_old, w_new):
         if self.quantizer is None:
-            return (w_old + self.s * local) / (self.s + 1)
+            return mix_with_server(w_old, local, self.s)
         q = self.quantizer
         if isinstance(q, LatticeQuantizer):
             self.history.counters["lattice_overflows"] += int(q.overflow(w_old, local).sum())
         received = q.decode(q.encode(w_old), local)          # one broadcast, decoded by each client's own model
-        return (received + self.s * local) / (self.s + 1)
+        return mix_with_server(received, local, self.s)
 
     def message_bytes(self) -> int:
         if self.quantizer is None:

@@ -101,11 +101,13 @@ class FavasSetting:
 @dataclass(frozen=True)
 class Method:
     """A row of the tables: ``algorithm`` run with ``settings(cfg)``; ``source`` says where the variant comes
-    from (its colour, line style and label in pictures: :func:`afl.plots.style`)."""
+    from (its colour, line style and label in pictures: :func:`afl.plots.style`); an ``ablation`` removes one
+    ingredient of a method and has no paper row."""
 
     algorithm: str
     source: str
     settings: Callable[[FavasSetting], dict]
+    ablation: bool = False
 
 
 def _clocked(c: FavasSetting, **extra) -> dict:
@@ -133,24 +135,35 @@ METHODS: dict[str, Method] = {
                     lambda c: _clocked(c, mode=c.mode, reweighting="literal")),
     "favas-normalized": Method("favas", "ours: alpha_bar/alpha, the server step x alpha_bar",
                                lambda c: _clocked(c, mode=c.mode, reweighting="normalized")),
+    "favas-noreweight": Method("favas", "ablation: FAVAS without its reweighting (the local model is sent as is)",
+                               lambda c: _clocked(c, mode=c.mode, reweighting="none"), ablation=True),
+    "favas-mixing": Method("favas", "ablation: FAVAS with QuAFL's client mixing instead of the restart",
+                           lambda c: _clocked(c, mode=c.mode, reweighting="literal", client_mixing=True),
+                           ablation=True),
 }
 
 
 def reference(method: str) -> dict | None:
     """The paper's Table 2 row of ``method``'s algorithm."""
-    return PAPER_TABLE2.get(METHODS[method].algorithm) if method in METHODS else None
+    known = METHODS.get(method)
+    return PAPER_TABLE2.get(known.algorithm) if known and not known.ablation else None
 
+
+#: The ablation: FAVAS, each of its two ingredients removed in turn, and QuAFL (both removed, lr (s+1)/s).
+ABLATION = ("quafl", "favas", "favas-noreweight", "favas-mixing")
 
 #: Experiments: name -> (paper setting, quick setting). Quick settings run in CI and in the notebooks; at simulated
 #: time 1000 the paper's non-IID ranking already shows (FAVAS ahead of FedBuff, FedAvg and QuAFL: results/).
 #: Figures 1 and 2 use Table 2's setting on one split each, so their runs are Table 2's runs (Fig. 2 adds the
-#: spread of the local models for FAVAS and QuAFL).
+#: spread of the local models for FAVAS and QuAFL). ``favas-ablation`` is Table 2's setting with :data:`ABLATION`.
 EXPERIMENTS = {
     "favas-table2": (FavasSetting(seeds=10), FavasSetting(total_time=1000, eval_every=100, seeds=1)),
     "favas-fig1": (FavasSetting(seeds=3, splits=("noniid_2of3_fast",)),
                    FavasSetting(total_time=1000, eval_every=50, seeds=1, splits=("noniid_2of3_fast",))),
     "favas-fig2": (FavasSetting(seeds=3, splits=("noniid_1of9_fast",)),
                    FavasSetting(total_time=1000, eval_every=50, seeds=1, splits=("noniid_1of9_fast",))),
+    "favas-ablation": (FavasSetting(seeds=3, methods=ABLATION), FavasSetting(total_time=1000, eval_every=100, seeds=1,
+                                                                             methods=ABLATION)),
     "favas-fig3a": (FavasSetting(dataset="cifar10-jpeg", normalize=True, model="resnet20", lr=0.005, batch=128,
                                  total_time=10000, eval_every=500, seeds=1, splits=("noniid_2of3_fast",)),
                     FavasSetting(dataset="cifar10-jpeg", normalize=True, model="resnet20", lr=0.005, n=20, s=4,

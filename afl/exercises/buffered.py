@@ -1,0 +1,187 @@
+"""Exercises on buffered asynchronous aggregation and quantized messages (notebook 03: FedBuff, Nguyen et al.
+2022; QAFeL, Ortega & Jafarkhani 2023).
+
+* :data:`check_buffered_step`: ``buffered_step(w, deltas, staleness, server_lr)`` = ``w - server_lr (1/Z)
+  sum_j Delta_j / sqrt(1 + tau_j)`` (FedBuff's server step, :mod:`afl.algorithms.fedbuff`);
+* :data:`check_qsgd`: ``qsgd(x, bits, generator)``, the decoded QSGD message of QAFeL Example B.1 (L2 scale,
+  ``s = 2^(bits-1) - 1`` signed levels, stochastic rounding), checked by its properties: every coordinate on one of
+  the two levels around it, the sign kept, and unbiased over many draws;
+* :data:`check_qsgd_bits`: ``qsgd_bits(d, bits, bucket)`` = ``bits d + 32 ceil(d / bucket)`` (one float32 scale per
+  bucket, or per vector when ``bucket`` is None);
+* :data:`check_hidden_state`: ``hidden_update(hidden, w_new, quantize)`` = ``hidden + quantize(w_new - hidden)``
+  (QAFeL eqs. (3)-(4)).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..algorithms.fedbuff import STALENESS
+from ..compress import QSGDQuantizer
+from .checking import ERROR, WRONG, Exercise, Mistake, Unfinished, call_text, show
+
+
+def _buffered_cases(rng):
+    for _ in range(8):
+        Z, d = int(rng.integers(2, 6)), int(rng.integers(2, 6))
+        yield {"w": torch.tensor(rng.normal(size=d)), "deltas": torch.tensor(rng.normal(size=(Z, d))),
+               "staleness": [int(t) for t in rng.integers(0, 12, size=Z)],
+               "server_lr": round(float(rng.uniform(0.3, 2)), 3)}
+
+
+def _step(weight, reducer="mean", sign=-1):
+    def step(w, deltas, staleness, server_lr):
+        weights = torch.tensor([weight(t) for t in staleness], dtype=deltas.dtype)
+        g = (weights[:, None] * deltas).sum(0)
+        g = g / len(deltas) if reducer == "mean" else g / weights.sum() if reducer == "weights" else g
+        return w + sign * server_lr * g
+    return step
+
+
+check_buffered_step = Exercise(
+    name="check_buffered_step", signature="buffered_step(w, deltas, staleness, server_lr)",
+    reference=_step(STALENESS["sqrt"]), cases=_buffered_cases,
+    source="FedBuff's server step (afl.algorithms.fedbuff, staleness='sqrt', reducer='mean')",
+    hint="g = (1/Z) sum_j Delta_j / sqrt(1 + tau_j), then w - server_lr g (Delta_j = start - end points downhill).",
+    mistakes=(
+        Mistake(_step(lambda t: 1.0), "weigh each update by its staleness: s(tau) = 1 / sqrt(1 + tau)."),
+        Mistake(_step(lambda t: 1 / (1 + t)), "the staleness weight is 1 / sqrt(1 + tau), not 1 / (1 + tau)."),
+        Mistake(_step(STALENESS["sqrt"], "sum"), "average the buffer: divide the weighted sum by Z (QAFeL's code "
+                                                 "sums it, which is reducer='sum', not this exercise)."),
+        Mistake(_step(STALENESS["sqrt"], "weights"), "divide by Z, the buffer size, not by the sum of the weights: "
+                                                     "stale updates must count less in total, not be renormalized."),
+        Mistake(_step(STALENESS["sqrt"], sign=1), "Delta = start - end is the descent direction's opposite: "
+                                                  "subtract it, w - server_lr g."),
+    ))
+
+
+def _bits_cases(rng):
+    for i in range(10):
+        d = int(rng.integers(1, 5000))
+        yield {"d": d, "bits": int(rng.integers(2, 9)),
+               "bucket": None if i % 3 == 0 else int(rng.integers(1, min(d, 512) + 1))}
+
+
+def _nscales(d, bucket, rounding=math.ceil):
+    return 1 if bucket is None else rounding(d / bucket)
+
+
+check_qsgd_bits = Exercise(
+    name="check_qsgd_bits", signature="qsgd_bits(d, bits, bucket)", cases=_bits_cases,
+    reference=lambda d, bits, bucket: QSGDQuantizer(bits, bucket).bits(d), source="afl.compress.QSGDQuantizer.bits",
+    hint="bits per coordinate times d, plus one 32-bit float scale per bucket (ceil(d / bucket) buckets; one "
+         "for the whole vector when bucket is None).",
+    mistakes=(
+        Mistake(lambda d, bits, bucket: bits * d, "the receiver also needs the scale: 32 bits per bucket."),
+        Mistake(lambda d, bits, bucket: (bits + 1) * d + 32 * _nscales(d, bucket),
+                "the sign is one of the `bits` bits already (signed levels -s..s, s = 2^(bits-1) - 1)."),
+        Mistake(lambda d, bits, bucket: bits * d + 32,
+                "with buckets every bucket has its own scale: 32 ceil(d / bucket) bits of scales."),
+        Mistake(lambda d, bits, bucket: bits * d + 32 * _nscales(d, bucket, math.floor),
+                "the last, shorter bucket has a scale too: ceil(d / bucket), not floor."),
+        Mistake(lambda d, bits, bucket: bits * d + 64 * _nscales(d, bucket), "each scale is one float32: 32 bits."),
+    ))
+
+
+def _hidden_cases(rng):
+    for _ in range(8):
+        d, step = int(rng.integers(2, 7)), float(rng.choice([0.5, 0.25, 0.1]))
+        quantize = _grid(step)
+        yield {"hidden": torch.tensor(rng.normal(size=d)), "w_new": torch.tensor(rng.normal(size=d)),
+               "quantize": quantize}
+
+
+def _grid(step):
+    def quantize(v):
+        return torch.round(v / step) * step
+    quantize.__name__ = f"round_to_multiples_of_{step}"
+    return quantize
+
+
+check_hidden_state = Exercise(
+    name="check_hidden_state", signature="hidden_update(hidden, w_new, quantize)",
+    reference=lambda hidden, w_new, quantize: hidden + quantize(w_new - hidden), cases=_hidden_cases,
+    source="QAFeL eqs. (3)-(4) (afl.algorithms.qafel.QAFeL.after_step)",
+    hint="broadcast q = quantize(w_new - hidden), the change since the last hidden state, then hidden + q.",
+    mistakes=(
+        Mistake(lambda hidden, w_new, quantize: quantize(w_new),
+                "quantizing the model itself is QAFeL's ablation (no hidden state): every broadcast's error "
+                "stays. Quantize the difference w_new - hidden and add it."),
+        Mistake(lambda hidden, w_new, quantize: w_new,
+                "the broadcast is quantized: hidden + quantize(w_new - hidden), not w_new itself."),
+        Mistake(lambda hidden, w_new, quantize: quantize(w_new - hidden),
+                "that is the message q; the new hidden state is hidden + q."),
+        Mistake(lambda hidden, w_new, quantize: hidden + quantize(hidden - w_new),
+                "the difference goes the other way: w_new - hidden, so that the hidden state moves towards w_new."),
+    ))
+
+
+class QSGDExercise(Exercise):
+    """QSGD is random: checked by what every draw must satisfy and by its mean over many draws."""
+
+    DRAWS = 4000
+
+    def problem(self, fn, case, rng):
+        x, bits = case["x"], case["bits"]
+        levels = 2 ** (bits - 1) - 1
+        norm = float(x.norm())
+        gen = torch.Generator().manual_seed(int(rng.integers(2 ** 31)))
+        try:
+            draws = torch.stack([torch.as_tensor(self.call(fn, case, generator=gen)).double()
+                                 for _ in range(self.DRAWS)])
+        except Unfinished:
+            raise
+        except Exception as err:
+            return self.verdict(ERROR, f"Your function raised {type(err).__name__}: {err}\n"
+                                       f"  on the case {call_text(self.function_name, case)}.")
+        if draws.shape[1:] != x.shape:
+            return self.wrong(case, draws[0], x, f"\n  (a vector of the same shape as x: shape {tuple(x.shape)})")
+        r = x.abs() / norm * levels                     # where |x_i| sits among the levels 0..s
+        code = draws.abs() / norm * levels
+        low, high = torch.floor(r), torch.ceil(r)
+        on_levels = ((code - low).abs() < 1e-6) | ((code - high).abs() < 1e-6)
+        first = draws[0]
+        if bool(((torch.sign(draws) != torch.sign(x)) & (draws != 0)).any()):
+            return self.fail(case, first, "keep each coordinate's sign: the code is sign(x_i) xi_i.")
+        if not bool(on_levels.all()):
+            grid = code - torch.round(code)
+            hint = ("levels are multiples of ||x||_2 / s with s = 2^(bits-1) - 1 (one bit is the sign): each "
+                    "coordinate is one of the two levels around |x_i| s / ||x||_2."
+                    if bool((grid.abs() > 1e-6).any()) else
+                    "round |x_i| s / ||x||_2 to one of its two neighbouring levels only.")
+            return self.fail(case, first, hint)
+        mean = draws.mean(0)
+        p = r - low
+        sd = norm / levels * torch.sqrt(p * (1 - p) / self.DRAWS)
+        if bool(((mean - x).abs() > 6 * sd + 1e-9).any()):
+            hint = ("round up with probability equal to the fractional part of |x_i| s / ||x||_2 and down "
+                    "otherwise; rounding to the nearest level is biased."
+                    if bool((draws.std(0) < 1e-12).all()) else
+                    "the probability of rounding up must be the fractional part of |x_i| s / ||x||_2, so that "
+                    "E[Q(x)] = x.")
+            return self.fail(case, mean, hint, f"\n  (the mean of {self.DRAWS} draws, which must be x: "
+                                               f"{show(x)})")
+        return None
+
+    def fail(self, case, got, hint, extra=""):
+        shown = {k: v for k, v in case.items() if k != "generator"}
+        return self.verdict(WRONG, f"Not yet right: {call_text(self.function_name, shown)} returned "
+                                     f"{show(got)}{extra}\n  Hint: {hint}")
+
+
+def _qsgd_cases(rng):
+    for bits in (2, 3, 4, 6):
+        yield {"x": torch.tensor(rng.normal(size=int(rng.integers(3, 9)))), "bits": bits}
+
+
+def _reference_qsgd(x, bits, generator=None):
+    q = QSGDQuantizer(bits)
+    return q.decode(q.encode(x, generator=generator))
+
+
+check_qsgd = QSGDExercise(
+    name="check_qsgd", signature="qsgd(x, bits, generator)", reference=_reference_qsgd, cases=_qsgd_cases,
+    source="the properties of afl.compress.QSGDQuantizer (norm='l2': levels, sign, unbiasedness)")
+
+__all__ = ["check_buffered_step", "check_qsgd", "check_qsgd_bits", "check_hidden_state"]

@@ -1,0 +1,192 @@
+"""How an exercise is checked: the student's function against afl's own implementation, on fresh random cases.
+
+An :class:`Exercise` knows the reference (afl's implementation), how to draw cases (keyword arguments), and the
+typical mistakes (wrong answers written out, each with a hint). Calling it on the student's function returns a
+:class:`Verdict` that reads as a sentence:
+
+* ``not done yet``: the function still raises ``NotImplementedError`` (the exercise notebooks' blank) or returns
+  ``None`` / ``...``;
+* an error: the function raised, with the exception's message and the case (never a traceback);
+* not yet right: the first case where it disagrees, what was expected, what came back, and the hint of the
+  mistake it matches (or a general one);
+* correct: it agrees on every case.
+
+Cases are fresh each call (``seed=None``) so that an answer cannot be fitted to them; tests pass a seed.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import torch
+
+NOT_DONE, ERROR, WRONG, CORRECT = "not done", "error", "wrong", "correct"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of a check: ``status`` (``"not done"``, ``"error"``, ``"wrong"`` or ``"correct"``) and the
+    ``message`` that explains it (also the verdict's text in a notebook)."""
+
+    exercise: str
+    status: str
+    message: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status == CORRECT
+
+    def __repr__(self) -> str:
+        return self.message
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A typical wrong answer (same signature as the reference) and the hint that goes with it."""
+
+    answer: Callable
+    hint: str
+
+
+def as_array(x) -> np.ndarray | None:
+    """Numbers, tuples, lists, numpy arrays and tensors as one float64 array (None when not numeric)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().double().numpy()
+    if isinstance(x, (tuple, list)) and x and all(isinstance(v, torch.Tensor) for v in x):
+        return np.stack([as_array(v) for v in x])
+    try:
+        out = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return out
+
+
+def close(got, expected, rtol: float = 1e-6, atol: float = 1e-12) -> bool:
+    """Same shape and the same numbers to ``rtol``/``atol`` (NaN equals NaN, inf equals inf)."""
+    a, b = as_array(got), as_array(expected)
+    if a is None or b is None or a.shape != b.shape:
+        return False
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def show(x) -> str:
+    """A short, readable rendering of an argument or a result."""
+    if isinstance(x, torch.Tensor) or isinstance(x, np.ndarray):
+        arr = as_array(x)
+        text = np.array2string(arr, precision=4, threshold=8, edgeitems=3, separator=", ")
+        return f"tensor({text})" if isinstance(x, torch.Tensor) else text
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    if isinstance(x, (list, tuple)):
+        if len(x) > 8 or any(isinstance(v, (torch.Tensor, np.ndarray)) for v in x):
+            arr = as_array(x)
+            if arr is not None:
+                return np.array2string(arr, precision=4, threshold=8, edgeitems=3, separator=", ")
+        inner = ", ".join(show(v) for v in x)
+        return f"({inner})" if isinstance(x, tuple) else f"[{inner}]"
+    if callable(x):
+        return getattr(x, "__name__", "a function")
+    return repr(x)
+
+
+def call_text(name: str, case: dict) -> str:
+    return f"{name}(" + ", ".join(f"{k}={show(v)}" for k, v in case.items()) + ")"
+
+
+class Unfinished(Exception):
+    """The student's function is still the blank."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One checked exercise: the student writes ``signature``; ``reference(**case)`` is afl's answer for each of
+    ``cases(rng)``; ``same(got, expected)`` decides agreement; ``mistakes`` name the typical wrong answers."""
+
+    name: str
+    signature: str
+    reference: Callable
+    cases: Callable[[np.random.Generator], Iterable[dict]]
+    source: str
+    mistakes: tuple[Mistake, ...] = ()
+    hint: str = ""
+    same: Callable[[Any, Any], bool] = close
+
+    def __call__(self, fn: Callable, seed: int | None = None) -> Verdict:
+        """Check ``fn`` on fresh random cases (``seed`` fixes them)."""
+        return self.check(fn, seed)
+
+    @property
+    def function_name(self) -> str:
+        return self.signature.split("(")[0]
+
+    def verdict(self, status: str, message: str) -> Verdict:
+        return Verdict(self.name, status, message)
+
+    def check(self, fn: Callable, seed: int | None = None) -> Verdict:
+        if not callable(fn):
+            return self.verdict(ERROR, f"{self.name} needs your function `{self.signature}`, got {show(fn)}.")
+        rng = np.random.default_rng(seed)
+        cases = list(self.cases(rng))
+        try:
+            for case in cases:
+                problem = self.problem(fn, case, rng)
+                if problem is not None:
+                    return problem
+        except Unfinished:
+            return self.verdict(NOT_DONE, f"{self.function_name}: not done yet. Write `{self.signature}` in the "
+                                          "marked cell, run that cell, then run this check again.")
+        return self.verdict(CORRECT, f"Correct: `{self.function_name}` agrees with {self.source} on {len(cases)} "
+                                     "random cases.")
+
+    def call(self, fn: Callable, case: dict, **shared):
+        """``fn(**case, **shared)`` on copies of the case's arguments (``shared`` ones, e.g. a random generator, are
+        passed as they are); :class:`Unfinished` for the blank."""
+        try:
+            out = fn(**copy.deepcopy(case), **shared)
+        except NotImplementedError:
+            raise Unfinished from None
+        if out is None or out is Ellipsis:
+            raise Unfinished
+        return out
+
+    def problem(self, fn: Callable, case: dict, rng: np.random.Generator) -> Verdict | None:
+        """None when ``fn`` answers ``case`` right, else the verdict that says what is wrong."""
+        try:
+            got = self.call(fn, case)
+        except Unfinished:
+            raise
+        except Exception as err:                         # the student's error, reported in words
+            return self.verdict(ERROR, f"Your function raised {type(err).__name__}: {err}\n"
+                                       f"  on the case {call_text(self.function_name, case)}.")
+        expected = self.reference(**copy.deepcopy(case))
+        if self.same(got, expected):
+            return None
+        return self.wrong(case, got, expected)
+
+    def wrong(self, case: dict, got, expected, extra: str = "") -> Verdict:
+        hint = next((m.hint for m in self.mistakes if self.same(got, m.answer(**copy.deepcopy(case)))), self.hint)
+        a, b = as_array(got), as_array(expected)
+        shape = (f" (shape {a.shape}, expected {b.shape})" if a is not None and b is not None and a.shape != b.shape
+                 else "")
+        text = (f"Not yet right: {call_text(self.function_name, case)}\n"
+                f"  returned {show(got)}{shape}\n  expected {show(expected)}{extra}")
+        return self.verdict(WRONG, text + (f"\n  Hint: {hint}" if hint else ""))
+
+
+def mine_or_reference(fn: Callable, exercise: Exercise) -> Callable:
+    """``fn`` once it passes ``exercise``, else afl's reference (saying so), so that the cells after an exercise
+    run whether or not it is done."""
+    verdict = exercise(fn)
+    if verdict.passed:
+        return fn
+    state = "not done yet" if verdict.status == NOT_DONE else "not right yet"
+    print(f"(your `{exercise.function_name}` is {state}: the next cells use {exercise.source} instead)")
+    return exercise.reference
+
+
+__all__ = ["Verdict", "Mistake", "Exercise", "mine_or_reference", "close", "show", "NOT_DONE", "ERROR", "WRONG",
+           "CORRECT"]

@@ -1,0 +1,153 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 01 · FAVAS: reweight, upload, average (exercise)
+#
+# **Goal.** Write the three formulas that make FAVAS (Leconte et al. 2023) unbiased: the reweighting `α` of eq. (1),
+# the upload of Algorithm 1 (line 24) and the server average of Sec. 4; then check that reweighted uploads carry
+# the same expected progress for fast and slow clients, and see in accuracy what each ingredient does.
+#
+# **Before:** exercise 00 and notebook `01_favas` (section 1). **Time:** 40 minutes.
+#
+# **Glossary.** `E_i`: the local steps client i could finish before the server's request; it sends `E_i ∧ K`.
+# `pmf[e] = P(E = e)`. `α_i`: its reweighting, `E[E ∧ K]` (deterministic) or `P(E > 0) (e ∧ K)` for the observed
+# `e` (stochastic). `w_init`: the model the client started from; `w`: its model now. `s`: clients contacted per
+# server step; `K`: the cap on local steps.
+#
+# Write your code where a cell says `# your code here` (replace the `raise NotImplementedError`), run the cell, then
+# its check.
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from afl.exercises import check_alpha, check_server_average, check_unbiased_upload, mine_or_reference
+from afl.plots import style
+from afl.sim import Exponential, contact_steps_pmf
+
+# %% [markdown]
+# ## 1. The reweighting α (eq. (1))
+#
+# Write `alpha(pmf, K, mode, e=None)`. The pmf may reach past `K`: a client stops at `K`.
+
+# %%
+def alpha(pmf, K, mode, e=None):
+    """FAVAS eq. (1): E[E ∧ K] (mode "deterministic") or P(E > 0) (e ∧ K) (mode "stochastic")."""
+    # your code here
+    raise NotImplementedError
+
+
+# %%
+check_alpha(alpha)
+
+# %% [markdown]
+# ## 2. The upload (Algorithm 1, line 24)
+#
+# A contacted client sends `w_init + (w − w_init) / α`: its progress, reweighted. A client with `α = 0` (no step
+# done, stochastic mode) has nothing to send: it sends `w_init`.
+
+# %%
+def unbiased_upload(w_init, w, alpha):
+    """The reweighted model a contacted FAVAS client sends."""
+    # your code here
+    raise NotImplementedError
+
+
+# %%
+check_unbiased_upload(unbiased_upload)
+
+# %% [markdown]
+# ## 3. The server average (Sec. 4)
+#
+# `uploads` holds the `s` uploads, one per row. **Predict before you write:** the server's own model is in the
+# average; how many models are averaged?
+
+# %%
+def server_average(w_prev, uploads):
+    """w_t = (w_{t-1} + sum of the s uploads) / (s + 1)."""
+    # your code here
+    raise NotImplementedError
+
+
+# %%
+check_server_average(server_average)
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# %% [markdown]
+# ## 4. The unbiasedness check
+#
+# Take FAVAS's clients: exponential steps of mean 2 (fast) or 8 (slow), `n = 100`, `s = 20`, `K = 20`, a server
+# step every `Δ = 10`. Suppose every local step makes the same progress `h`. A client that did `e` steps has
+# progress `(e ∧ K) h`; reweighted, `(e ∧ K) h / α`. **Predict before you run:** without reweighting, how much more
+# progress does a fast client's upload carry than a slow one's? With it?
+
+# %%
+alpha_fn = mine_or_reference(alpha, check_alpha)
+K, n, s, interval = 20, 100, 20, 10.0
+rng = np.random.default_rng(0)
+rows = {}
+for name, mean in (("fast", 2.0), ("slow", 8.0)):
+    pmf = contact_steps_pmf(Exponential(mean), K, n, s, interval)
+    e = rng.choice(len(pmf), size=200_000, p=pmf)                 # E ∧ K of 200,000 contacts
+    raw = e.astype(float)
+    det = raw / alpha_fn(pmf, K, "deterministic")
+    sto = np.array([x / alpha_fn(pmf, K, "stochastic", int(x)) if x > 0 else 0.0 for x in e[:20_000]])
+    rows[name] = (raw.mean(), det.mean(), sto.mean())
+    print(f"{name}: mean progress per upload, in steps h: unweighted {raw.mean():.2f}, "
+          f"deterministic α {det.mean():.3f}, stochastic α {sto.mean():.3f}")
+
+fig, ax = plt.subplots(figsize=(7, 3.5))
+x = np.arange(3)
+for i, (name, color) in enumerate((("fast", "#1f77b4"), ("slow", "#ff7f0e"))):
+    ax.bar(x + (i - 0.5) * 0.38, rows[name], width=0.38, color=color, label=f"{name} clients")
+ax.set_xticks(x, ["unweighted: e ∧ K", "deterministic: (e ∧ K)/α", "stochastic: (e ∧ K)/α"])
+ax.set(ylabel="mean progress per upload (local steps h)", title="Reweighting makes every upload worth one step")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# %%
+path = Path("../../results/favas-ablation.json")
+if path.exists():
+    result = json.loads(path.read_text())
+    table = result["rows"]
+    splits = list(next(iter(table.values())))
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    width = 0.8 / len(table)
+    for i, (method, cells) in enumerate(table.items()):
+        st = style(method)
+        means = [cells[sp]["mean"] for sp in splits]
+        stds = [cells[sp]["std"] for sp in splits]
+        ax.bar(np.arange(len(splits)) + (i - (len(table) - 1) / 2) * width, means, width, yerr=stds,
+               color=st["color"], hatch={"-": "", "--": "//", ":": "..", "-.": "xx"}.get(st["linestyle"], ""),
+               edgecolor="white", label=st["label"])
+    ax.set_xticks(np.arange(len(splits)), splits)
+    ax.set(ylabel="final test accuracy (%)", ylim=(0, 100),
+           title=f"FAVAS ablation, MNIST, {len(next(iter(table['favas'].values()))['per_seed'])} seeds "
+                 "(error bars: ± std over seeds)")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+    plt.show()
+else:
+    print("results/favas-ablation.json is missing: run `afl repro favas-ablation` first")
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*

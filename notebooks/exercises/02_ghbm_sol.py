@@ -1,0 +1,182 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 02 · GHBM: momentum from the server's past models (solution)
+#
+# **Goal.** Write GHBM's momentum term (Zaccone et al., eq. (7)) from the server's last `τ + 1` models; compute the
+# factor of Lemma 4.4 that says how much of the federation a `τ`-round window has not seen; and find how many rounds
+# uniform sampling needs, against `1/C` for cyclic sampling (Corollary 4.5). Then compare with the measured best `τ`.
+#
+# **Before:** notebook `02_ghbm` (sections 1–3). **Time:** 40 minutes.
+#
+# **Glossary.** `θ^t`: the server model after round t. `τ`: the rounds averaged into the momentum. `J`: local steps
+# per round. `β`: the momentum factor (0.9). `n` clients, `s` of them per round, `C = s/n` the participation
+# ratio. `|S_τ|`: the distinct clients seen in the last `τ` rounds; `U = n − |S_τ|` those not seen.
+#
+# Write your code where a cell says `# your code here` (replace the `raise NotImplementedError`), run the cell, then
+# its check.
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from afl.exercises import check_ghbm_momentum, check_smallest_tau, check_unseen_fraction, mine_or_reference
+from afl.theory.ghbm import unseen_fraction_moment
+
+# %% [markdown]
+# ## 1. The momentum term (eq. (7))
+#
+# At every local step of round t a GHBM client moves along `β/(τJ) (θ^{t−1} − θ^{t−τ−1})` besides its gradient
+# step: the average of the server's last `τ` steps, spread over the `J` local steps. `past` is the list
+# `[θ^{t−τ−1}, …, θ^{t−1}]`, oldest first (so `τ = len(past) − 1`).
+
+# %%
+def ghbm_momentum(past, beta, J):
+    """What eq. (7) adds at each local step: beta / (tau J) (theta^{t-1} - theta^{t-tau-1})."""
+    # your code here
+    # BEGIN SOLUTION
+    tau = len(past) - 1
+    return beta / (tau * J) * (past[-1] - past[0])
+    # END SOLUTION
+
+
+# %%
+check_ghbm_momentum(ghbm_momentum)
+
+# %% [markdown]
+# **Predict before you run:** the server moved by the same vector `v` in each of its last 10 rounds. With
+# `τ = 10`, `J = 8`, `β = 0.9`, how far does a whole round of local steps move along the momentum?
+
+# %%
+momentum = mine_or_reference(ghbm_momentum, check_ghbm_momentum)
+v = torch.tensor([1.0, -2.0])
+past = [k * v for k in range(11)]                 # theta^{t-11} ... theta^{t-1}, one step v per round
+print("one local step:", momentum(past, 0.9, 8), "  a round of J = 8 steps:", 8 * momentum(past, 0.9, 8))
+
+# %% [markdown]
+# **Answer.** `β v`: the round repeats 0.9 of the server's average step, the classical heavy-ball's momentum, but
+# averaged over the last `τ` rounds instead of one.
+#
+# ## 2. What a window of τ rounds has not seen (Lemma 4.4)
+#
+# Lemma 4.4 bounds how far the `τ`-round average of updates is from the full gradient by
+# `8 E[(U/n)²] (G² + ‖∇f‖²)`. Write `unseen_fraction(n, s, tau)` = `E[(U/n)²]` when each round draws `s` of the `n`
+# clients uniformly (without replacement within a round, independently across rounds).
+#
+# Hint: write `U` as a sum of indicators, one per client; `E[U²]` needs the probability that *two* given clients are
+# both unseen.
+
+# %%
+def unseen_fraction(n, s, tau):
+    """E[((n - |S_tau|) / n)^2] under uniform sampling."""
+    # your code here
+    # BEGIN SOLUTION
+    p1 = ((n - s) / n) ** tau                                   # one given client never drawn
+    p2 = ((n - s) * (n - s - 1) / (n * (n - 1))) ** tau if n > 1 else 0.0
+    return (n * p1 + n * (n - 1) * p2) / n ** 2
+    # END SOLUTION
+
+
+# %%
+check_unseen_fraction(unseen_fraction)
+
+# %% [markdown]
+# ## 3. How many rounds does uniform sampling need?
+#
+# Cyclic sampling (Assumption 4.3) sees everybody in `1/C = n/s` rounds, and the factor is then 0. Uniform sampling
+# never quite gets there. Write `smallest_tau(n, s, eps)`: the first `τ` at which `unseen_fraction(n, s, τ) ≤ eps`.
+#
+# **Predict before you write:** for `n = 100`, `s = 10` (`1/C = 10`) and `eps = 0.01`, is it about 10, 20 or 50?
+
+# %%
+def smallest_tau(n, s, eps):
+    """The fewest rounds tau with E[(U/n)^2] <= eps under uniform sampling."""
+    # your code here
+    # BEGIN SOLUTION
+    tau = 1
+    while unseen_fraction(n, s, tau) > eps:
+        tau += 1
+    return tau
+    # END SOLUTION
+
+
+# %%
+check_smallest_tau(smallest_tau)
+
+# %%
+unseen = mine_or_reference(unseen_fraction, check_unseen_fraction)
+smallest = mine_or_reference(smallest_tau, check_smallest_tau)
+n, s = 100, 10
+taus = np.arange(1, 61)
+fig, ax = plt.subplots(figsize=(7, 3.6))
+ax.semilogy(taus, [unseen(n, s, t) for t in taus], color="#393b79", label="uniform sampling (yours)")
+ax.semilogy(taus, [max(unseen_fraction_moment(n, s, t, "cyclic"), 1e-6) for t in taus], color="#843c39", ls="--",
+            label="cyclic sampling (afl; 0 from τ = 1/C, drawn at 1e-6)")
+ax.axvline(n / s, color="grey", lw=0.8, ls=":", label="τ = 1/C = 10")
+for eps in (0.1, 0.01):
+    ax.axhline(eps, color="grey", lw=0.5)
+    ax.annotate(f"eps = {eps}: τ = {smallest(n, s, eps)}", (smallest(n, s, eps), eps), xytext=(4, 4),
+                textcoords="offset points", fontsize=8)
+ax.set(xlabel="τ (rounds in the momentum window)", ylabel="E[(unseen fraction)²]",
+       title=f"Lemma 4.4's factor, n = {n}, s = {s}")
+ax.legend(fontsize=8, loc="lower left")
+plt.show()
+
+# %% [markdown]
+# **Answer.** About 23 rounds for `eps = 0.01`: more than twice `1/C`, because uniform sampling keeps drawing some
+# clients again. The factor falls like `(1 − C)^{τ}` (geometrically), so each halving of `eps` costs a few more
+# rounds.
+#
+# ## 4. The best τ in practice
+#
+# A longer window sees more of the federation, but it averages older models: its momentum lags. The paper picks
+# `τ = 1/C`. `afl repro ghbm-tau` measured GHBM's final accuracy against `τ` (read from `results/`). **Predict
+# before you look:** where is the peak, and why does the curve fall beyond it?
+
+# %%
+path = Path("../../results/ghbm-tau.json")
+if path.exists():
+    result = json.loads(path.read_text())
+    rows = result["rows"]
+    tau = [int(t) for t in rows]
+    mean = np.array([rows[t]["mean"] for t in rows])
+    std = np.array([rows[t]["std"] for t in rows])
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    ax.errorbar(tau, mean, yerr=std, color="#393b79", marker="o", capsize=3,
+                label=f"GHBM, {len(next(iter(rows.values()))['per_seed'])} seeds (± std)")
+    ax.axvline(10, color="grey", lw=0.8, ls=":", label="τ = 1/C = 10")
+    ax.set_xscale("log")
+    ax.set(xlabel="τ", ylabel="final test accuracy (%)", title="GHBM against τ (measured: results/ghbm-tau.json)")
+    ax.legend(fontsize=8)
+    plt.show()
+    print("command:", result["command"])
+else:
+    print("results/ghbm-tau.json is missing: run `afl repro ghbm-tau` first")
+
+# %% [markdown]
+# **Answer.** Accuracy climbs from `τ = 1` (FedCM/FedADC's single-round momentum) to about `τ = 1/C = 10` and falls
+# beyond: the unseen fraction is already small there, and a longer window only adds stale models.
+#
+# ## Going further
+#
+# 1. Prove `E[U] = n ((n − s)/n)^τ` and use it to show that `(E[U]/n)²` underestimates `E[(U/n)²]`.
+# 2. For `n = 500`, `s = 10` (C = 0.02), how many rounds does uniform sampling need for `eps = 0.01`?
+# 3. GHBM with `τ = 1` is FedCM / FedADC (`afl.algorithms`: `fedadc`). In notebook `02_ghbm` run both on the
+#    quadratic and see the gap.

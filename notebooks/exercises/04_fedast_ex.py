@@ -1,0 +1,113 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 04 · FedAST: who gets the clients, and why not wait for them? (exercise)
+#
+# **Goal.** Derive and write FedAST's Realloc rule (Askin et al., eq. (7)): how the active requests are shared among
+# tasks; predict which task gains clients; and write the two expected round times of Sec. 4 that make buffered
+# asynchronous training faster than synchronous rounds, then check them by simulation.
+#
+# **Before:** notebook `04_fedast` (sections 1, 2 and 4). **Time:** 40 minutes.
+#
+# **Glossary.** `M` tasks (models) trained at once on one pool of clients. `R_m`: task m's active training
+# requests, `R = Σ_m R_m` the budget. `σ_m²`: the variance of task m's client updates (its heterogeneity,
+# Assumption 3). `η_s`, `η_c`: server and client learning rates; `τ_m`: local steps. `b`: the buffer size. `λ`:
+# the rate of a client's exponential training time (mean `1/λ`). `H_R = 1 + 1/2 + … + 1/R`.
+#
+# Write your code where a cell says `# your code here` (replace the `raise NotImplementedError`), run the cell, then
+# its check.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+from afl.exercises import check_realloc, check_round_times, mine_or_reference
+
+# %% [markdown]
+# ## 1. Realloc (eq. (7))
+#
+# Theorem 1's asynchronous error term grows with `R_m` through `η_s η_c τ_m σ_m² / R_m` summed over the tasks. Sec. 4
+# shares a fixed budget `R` to minimize `Σ_m η_s η_c τ_m σ_m² / R_m` subject to `Σ_m R_m = R`. Solve it (a Lagrange
+# multiplier does it in two lines) and write `realloc(R, sigma2, eta_s, eta_c, tau)`: real-valued `R_m`, one per
+# task. `eta_s`, `eta_c` and `tau` are numbers or one value per task.
+
+# %%
+def realloc(R, sigma2, eta_s, eta_c, tau):
+    """The R_m minimizing sum_m eta_s eta_c tau_m sigma_m^2 / R_m with sum_m R_m = R."""
+    # your code here
+    raise NotImplementedError
+
+
+# %%
+check_realloc(realloc)
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# %%
+share = mine_or_reference(realloc, check_realloc)
+names, sigma2, tau = ["A: easy, τ = 27", "B: hard, τ = 27", "C: hard, τ = 3"], [0.2, 1.8, 1.8], [27, 27, 3]
+R_m = share(192, sigma2, 1.0, 0.01, tau)
+fig, ax = plt.subplots(figsize=(7, 3.4))
+x = np.arange(3)
+ax.bar(x - 0.2, [64] * 3, width=0.4, color="#c7c7c7", label="equal split")
+ax.bar(x + 0.2, R_m, width=0.4, color="#1f77b4", label="Realloc (eq. (7), yours)")
+for i, r in enumerate(R_m):
+    ax.annotate(f"{r:.0f}", (i + 0.2, r), ha="center", va="bottom", fontsize=9)
+ax.set_xticks(x, names)
+ax.set(ylabel="active requests R_m", title="Who gets the clients? R = 192 requests, three tasks")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# %%
+def round_times(b, R, lam):
+    """(expected time to fill a buffer of b from R requests in flight, expected time of the slowest of R)."""
+    # your code here
+    raise NotImplementedError
+
+
+# %%
+check_round_times(round_times)
+
+# %% [markdown]
+# **Predict before you run:** with `R = 100` clients of mean time 1 (`λ = 1`), how much longer is a synchronous
+# round than a buffer of `b = 10`? Check both by simulation.
+
+# %%
+times = mine_or_reference(round_times, check_round_times)
+rng = np.random.default_rng(0)
+lam, b = 1.0, 10
+Rs = np.array([10, 20, 50, 100, 200, 500])
+sim_buffer, sim_sync = [], []
+for R in Rs:
+    sim_sync.append(rng.exponential(1 / lam, size=(4000, R)).max(axis=1).mean())
+    # arrivals of R requests, each replaced at once: a Poisson process of rate R lam; the b-th arrival's time
+    sim_buffer.append(rng.exponential(1 / (R * lam), size=(4000, b)).sum(axis=1).mean())
+fig, ax = plt.subplots(figsize=(7, 3.6))
+ax.plot(Rs, [times(b, R, lam)[1] for R in Rs], color="#7f7f7f", label="synchronous: H_R / λ (yours)")
+ax.plot(Rs, sim_sync, "o", color="#7f7f7f", label="synchronous: simulated (4000 rounds)")
+ax.plot(Rs, [times(b, R, lam)[0] for R in Rs], color="#1f77b4", label=f"buffer b = {b}: b / (Rλ) (yours)")
+ax.plot(Rs, sim_buffer, "s", color="#1f77b4", label="buffer: simulated (4000 rounds)")
+ax.set_xscale("log")
+ax.set(xlabel="requests in flight R", ylabel="expected round time (simulated time units)",
+       title=f"Waiting for the slowest of R against a buffer of {b} (λ = {lam})")
+ax.legend(fontsize=8)
+plt.show()
+print(f"R = 100: synchronous {times(b, 100, lam)[1]:.2f}, buffered {times(b, 100, lam)[0]:.2f} time units")
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*

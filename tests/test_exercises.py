@@ -1,0 +1,286 @@
+"""The classroom checkers (afl.exercises) and the exercise notebooks.
+
+Every checker must accept the worked solution of its notebook (taken from ``notebooks/exercises/*_sol.py``, so the
+notebooks' answers are what is tested), say "not done yet" for the blank, and reject two typical wrong answers
+with the hint that names the mistake. The exercise notebooks must be what their solutions give
+(``tools/make_exercises.py``) and must run top to bottom with every check saying "not done yet" and no error.
+"""
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from afl.exercises import CHECKS, mine_or_reference
+from afl.exercises.checking import CORRECT, ERROR, NOT_DONE, WRONG
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISES = ROOT / "notebooks" / "exercises"
+CHECK_CALL = re.compile(r"^(check_\w+)\((\w+)\)\s*$", re.M)
+BLANK = re.compile(r"^\s+raise NotImplementedError$", re.M)
+
+
+def code_cells(script: Path) -> list[str]:
+    parts = re.split(r"^(# %%.*)$", script.read_text(), flags=re.M)
+    return [body for marker, body in zip(parts[1::2], parts[2::2]) if "[markdown]" not in marker]
+
+
+def solutions() -> dict:
+    """``{checker name: the solution function it is called on}``, from every solution notebook: its first code
+    cell (the imports) and every cell holding a solution, run in one namespace."""
+    found = {}
+    for sol in sorted(EXERCISES.glob("*_sol.py")):
+        cells = code_cells(sol)
+        ns: dict = {}
+        exec(cells[0], ns)
+        for cell in cells:
+            if "# BEGIN SOLUTION" in cell:
+                exec(cell, ns)
+        for name, fn in CHECK_CALL.findall(sol.read_text()):
+            found[name] = ns[fn]
+    return found
+
+
+SOLUTIONS = solutions()
+
+
+def test_every_checker_has_a_solution_notebook_and_wrong_answers():
+    assert set(SOLUTIONS) == set(CHECKS) == set(TYPICAL_MISTAKES)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_checker_accepts_the_solution(name):
+    for seed in (0, 1, 2):
+        verdict = CHECKS[name](SOLUTIONS[name], seed=seed)
+        assert verdict.status == CORRECT, verdict.message
+    assert "Correct" in str(CHECKS[name](SOLUTIONS[name]))              # fresh cases too
+
+
+def _blank(*args, **kwargs):
+    raise NotImplementedError
+
+
+def _empty(*args, **kwargs):
+    pass
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+@pytest.mark.parametrize("blank", [_blank, _empty])
+def test_checker_says_not_done_for_the_blank(name, blank):
+    verdict = CHECKS[name](blank, seed=0)
+    assert verdict.status == NOT_DONE and not verdict.passed
+    assert "not done yet" in verdict.message and "Traceback" not in verdict.message
+
+
+def test_an_error_is_reported_in_words_with_the_case():
+    def broken(mean, window, K):
+        return mean / 0
+    verdict = CHECKS["check_expected_steps"](broken, seed=0)
+    assert verdict.status == ERROR
+    assert "ZeroDivisionError" in verdict.message and "expected_steps(mean=" in verdict.message
+    assert CHECKS["check_alpha"](42).status == ERROR                       # not a function at all
+
+
+def test_mine_or_reference_falls_back_and_says_so(capsys):
+    check = CHECKS["check_expected_steps"]
+    assert mine_or_reference(SOLUTIONS["check_expected_steps"], check) is SOLUTIONS["check_expected_steps"]
+    assert mine_or_reference(_blank, check) is check.reference
+    assert "not done yet" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------- typical wrong answers
+def poisson_mean_uncapped(mean, window, K):
+    return window / mean
+
+
+def poisson_capped_mean(mean, window, K):
+    return min(window / mean, K)
+
+
+def contact_every_tick(mean, K, n, s, interval):
+    return SOLUTIONS["check_expected_steps"](mean, interval, K)
+
+
+def contact_mean_window(mean, K, n, s, interval):
+    return SOLUTIONS["check_expected_steps"](mean, interval * n / s, K)
+
+
+def alpha_no_cap(pmf, K, mode, e=None):
+    pmf = np.asarray(pmf)
+    return float(pmf @ np.arange(len(pmf))) if mode == "deterministic" else (1 - pmf[0]) * e
+
+
+def alpha_forgets_p(pmf, K, mode, e=None):
+    pmf = np.asarray(pmf)
+    return float(pmf @ np.minimum(np.arange(len(pmf)), K)) if mode == "deterministic" else min(e, K)
+
+
+def average_by_s(w_prev, uploads):
+    return (w_prev + uploads.sum(0)) / len(uploads)
+
+
+def average_uploads_only(w_prev, uploads):
+    return uploads.mean(0)
+
+
+def upload_times_alpha(w_init, w, alpha):
+    return w_init + (w - w_init) * alpha
+
+
+def upload_divides_model(w_init, w, alpha):
+    return w / alpha if alpha else w_init
+
+
+def momentum_without_tau(past, beta, J):
+    return beta / J * (past[-1] - past[0])
+
+
+def momentum_reversed(past, beta, J):
+    tau = len(past) - 1
+    return beta / (tau * J) * (past[0] - past[-1])
+
+
+def unseen_square_of_mean(n, s, tau):
+    return ((n - s) / n) ** (2 * tau)
+
+
+def unseen_cyclic(n, s, tau):
+    return max(0.0, 1 - tau * s / n) ** 2
+
+
+def tau_cyclic(n, s, eps):
+    return math.ceil(n / s)
+
+
+def tau_last_above(n, s, eps):
+    return SOLUTIONS["check_smallest_tau"](n, s, eps) - 1
+
+
+def step_without_staleness(w, deltas, staleness, server_lr):
+    return w - server_lr * deltas.mean(0)
+
+
+def step_summed(w, deltas, staleness, server_lr):
+    weights = torch.tensor([1 / math.sqrt(1 + t) for t in staleness], dtype=deltas.dtype)
+    return w - server_lr * (weights[:, None] * deltas).sum(0)
+
+
+def qsgd_nearest(x, bits, generator):
+    s = 2 ** (bits - 1) - 1
+    norm = x.norm()
+    return torch.sign(x) * torch.round(x.abs() / norm * s) * norm / s
+
+
+def qsgd_unsigned_levels(x, bits, generator):
+    s = 2 ** bits - 1                                           # forgets that one bit is the sign
+    norm = x.norm()
+    r = x.abs() / norm * s
+    low = torch.floor(r)
+    up = torch.rand(x.shape, generator=generator, dtype=x.dtype) < r - low
+    return torch.sign(x) * (low + up) * norm / s
+
+
+def bits_without_scale(d, bits, bucket):
+    return bits * d
+
+
+def bits_one_scale(d, bits, bucket):
+    return bits * d + 32
+
+
+def hidden_quantizes_model(hidden, w_new, quantize):
+    return quantize(w_new)
+
+
+def hidden_forgets_to_add(hidden, w_new, quantize):
+    return quantize(w_new - hidden)
+
+
+def realloc_by_variance(R, sigma2, eta_s, eta_c, tau):
+    w = np.asarray(sigma2) * np.asarray(eta_s) * np.asarray(eta_c) * np.asarray(tau)
+    return R * w / w.sum()
+
+
+def realloc_equal(R, sigma2, eta_s, eta_c, tau):
+    return np.full(len(sigma2), R / len(sigma2))
+
+
+def times_one_client(b, R, lam):
+    return b / (R * lam), 1 / lam
+
+
+def times_buffer_from_one(b, R, lam):
+    return b / lam, sum(1 / k for k in range(1, R + 1)) / lam
+
+
+#: checker -> two typical wrong answers, each with a fragment of the hint it must give
+TYPICAL_MISTAKES = {
+    "check_expected_steps": [(poisson_mean_uncapped, "without the cap"), (poisson_capped_mean, "caps the average")],
+    "check_contact_steps": [(contact_every_tick, "not contacted at every server step"),
+                            (contact_mean_window, "the window is random")],
+    "check_alpha": [(alpha_no_cap, "cap at K"), (alpha_forgets_p, "without the factor P(E > 0)")],
+    "check_unbiased_upload": [(upload_times_alpha, "multiply by 1 / alpha"),
+                              (upload_divides_model, "not the model w itself")],
+    "check_server_average": [(average_by_s, "divide by s + 1"), (average_uploads_only, "server's previous model")],
+    "check_ghbm_momentum": [(momentum_without_tau, "divide by tau"), (momentum_reversed, "newest minus oldest")],
+    "check_unseen_fraction": [(unseen_square_of_mean, "square of the mean"), (unseen_cyclic, "cyclic sampling")],
+    "check_smallest_tau": [(tau_cyclic, "cyclic sampling only"), (tau_last_above, "one round too few")],
+    "check_buffered_step": [(step_without_staleness, "by its staleness"), (step_summed, "divide the weighted sum")],
+    "check_qsgd": [(qsgd_nearest, "rounding to the nearest level is biased"),
+                   (qsgd_unsigned_levels, "one bit is the sign")],
+    "check_qsgd_bits": [(bits_without_scale, "also needs the scale"), (bits_one_scale, "every bucket has its own")],
+    "check_hidden_state": [(hidden_quantizes_model, "QAFeL's ablation"), (hidden_forgets_to_add, "hidden + q")],
+    "check_realloc": [(realloc_by_variance, "not the variance"), (realloc_equal, "equal split")],
+    "check_round_times": [(times_one_client, "slowest of R"), (times_buffer_from_one, "rate R lam")],
+}
+
+
+@pytest.mark.parametrize("name, which", [(n, i) for n in sorted(TYPICAL_MISTAKES) for i in range(2)])
+def test_checker_rejects_a_typical_mistake_with_its_hint(name, which):
+    wrong, fragment = TYPICAL_MISTAKES[name][which]
+    verdict = CHECKS[name](wrong, seed=0)
+    assert verdict.status == WRONG, verdict.message
+    assert fragment in verdict.message, verdict.message
+    assert "expected" in verdict.message or "returned" in verdict.message
+
+
+# ------------------------------------------------------------------------------------------ the notebooks
+def test_exercise_notebooks_are_written_from_their_solutions():
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "make_exercises.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    for sol in EXERCISES.glob("*_sol.py"):
+        ex = sol.with_name(sol.name.replace("_sol", "_ex")).read_text()
+        assert "# BEGIN SOLUTION" not in ex and "**Answer.**" not in ex
+        assert len(BLANK.findall(ex)) == sol.read_text().count("# BEGIN SOLUTION") >= 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", sorted(p.name for p in EXERCISES.glob("*_ex.ipynb")))
+def test_blank_exercise_notebook_runs_and_every_check_says_not_done(notebook, tmp_path):
+    """The exercises as a student receives them: they run top to bottom without an error, and each check says
+    "not done yet" (the only unfinished parts are the marked cells)."""
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.read(EXERCISES / notebook, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(EXERCISES)}}).execute()
+    checks = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        assert not any(o.output_type == "error" for o in cell.outputs), cell.source
+        text = "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/plain", ""))
+                       for o in cell.outputs)
+        if CHECK_CALL.search(cell.source):
+            checks += 1
+            assert "not done yet" in text, (cell.source, text)
+    assert checks == nb_blanks(notebook) >= 2
+
+
+def nb_blanks(notebook: str) -> int:
+    return len(BLANK.findall((EXERCISES / notebook.replace(".ipynb", ".py")).read_text()))
