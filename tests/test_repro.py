@@ -58,9 +58,10 @@ def test_run_experiment_writes_json_markdown_png(tmp_path):
     paths = fr.run_experiment("favas-table2", quick=True, out=tmp_path, progress=False, splits=("iid",), **TINY)
     assert [p.name for p in paths] == ["favas-table2.json", "favas-table2.md", "favas-table2.png"]
     result = json.loads(paths[0].read_text())
-    assert set(result["rows"]) == set(fr.METHODS) and set(result["rows"]["fedavg"]) == {"iid"}
+    table2 = {m for m, method in fr.METHODS.items() if not method.ablation}
+    assert set(result["rows"]) == table2 and set(result["rows"]["fedavg"]) == {"iid"}
     assert {"mean", "std", "per_seed"} <= set(result["rows"]["favas"]["iid"])
-    assert result["config"]["n"] == 8 and len(result["runs"]) == len(fr.METHODS)
+    assert result["config"]["n"] == 8 and len(result["runs"]) == len(table2)
     assert "QUICK" in paths[1].read_text() and paths[2].stat().st_size > 0
     assert not (tmp_path / "favas-table2.partial.jsonl").exists()
 
