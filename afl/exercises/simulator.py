@@ -25,13 +25,6 @@ def contact_steps(mean: float, K: int, n: int, s: int, interval: float) -> float
     return truncated_steps_stats(contact_steps_pmf(Exponential(mean), K, n, s, interval))[0]
 
 
-def _poisson_tail_sum(lam: float, upto: int) -> float:
-    """``sum_{k=1}^{upto} P(Poisson(lam) >= k)``."""
-    pmf = [math.exp(-lam + k * math.log(lam) - math.lgamma(k + 1)) if lam > 0 else float(k == 0)
-           for k in range(upto + 1)]
-    return sum(1 - sum(pmf[:k]) for k in range(1, upto + 1))
-
-
 def _window_cases(rng):
     for _ in range(12):
         mean = float(rng.uniform(0.5, 8))
@@ -58,7 +51,7 @@ check_expected_steps = Exercise(
         Mistake(lambda mean, window, K: min(window / mean, K),
                 "min(E[E], K) caps the average, not each draw: E[min(E, K)] is smaller (min is concave). Sum "
                 "P(E >= k) for k = 1..K, or min(e, K) P(E = e) over e."),
-        Mistake(lambda mean, window, K: _poisson_tail_sum(window / mean, K - 1),
+        Mistake(lambda mean, window, K: expected_steps(mean, window, K - 1) if K > 1 else 0.0,
                 "one step short: E[min(E, K)] = sum of P(E >= k) for k = 1 to K, K included."),
         Mistake(lambda mean, window, K: 1 - math.exp(-window / mean),
                 "that is P(E > 0), the chance of any progress, not the expected number of steps."),
