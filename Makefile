@@ -53,9 +53,10 @@ sync-notebooks: setup
 notebook-outputs: sync-notebooks
 	MPLBACKEND=module://matplotlib_inline.backend_inline $(BIN)/python tools/execute_notebooks.py $(NOTEBOOKS)
 
-# Open the notebooks in Jupyter, in the project's environment.
+# Open the notebooks in Jupyter, in the project's environment (as root, in a container, Jupyter needs --allow-root;
+# JUPYTER_ARGS adds options, e.g. JUPYTER_ARGS="--no-browser --port 8890" on a remote machine).
 notebooks: setup
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(JUPYTER_ARGS)
 
 bench: setup
 	$(BIN)/afl bench local-sgd --json

@@ -21,6 +21,9 @@ from afl.exercises.checking import CORRECT, ERROR, NOT_DONE, WRONG
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "notebooks" / "exercises"
 CHECK_CALL = re.compile(r"^(check_\w+)\((\w+)\)\s*$", re.M)
+sys.path.insert(0, str(ROOT / "tools"))
+import make_exercises  # noqa: E402
+
 BLANK = re.compile(r"^\s+raise NotImplementedError$", re.M)
 
 
@@ -257,6 +260,17 @@ def test_exercise_notebooks_are_written_from_their_solutions():
         ex = sol.with_name(sol.name.replace("_sol", "_ex")).read_text()
         assert "# BEGIN SOLUTION" not in ex and "**Answer.**" not in ex
         assert len(BLANK.findall(ex)) == sol.read_text().count("# BEGIN SOLUTION") >= 2
+        headings = re.compile(r"^# (?:#+ |\*\*Predict).*$", re.M)
+        assert ([h.replace("(exercise)", "(solution)") for h in headings.findall(ex)]
+                == headings.findall(sol.read_text())), f"{sol.name}: a section went missing"
+
+
+@pytest.mark.parametrize("after", ["# ## 2. Next", "# **Predict before you run:** which?"])
+def test_an_answer_ends_at_the_next_heading_or_prompt(after):
+    """An Answer cell that runs on into the next section or prompt loses only the answer."""
+    text = f"# %% [markdown]\n# **Answer.** two,\n# three.\n#\n{after}\n# Prompt.\n"
+    ex = make_exercises.blank(text, "x_sol.py")
+    assert "two," not in ex and "three." not in ex and f"{after}\n# Prompt." in ex and "Your answer" in ex
 
 
 @pytest.mark.slow

@@ -6,7 +6,8 @@ writes; its exercise twin ``NN_topic_ex.py`` is the same script with
 * the code between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` replaced by ``raise NotImplementedError`` (at the
   marker's indentation; solutions are always function bodies, so the blank fails only when it is called, and the
   checks say "not done yet");
-* every markdown cell that starts with ``**Answer.**`` replaced by an empty answer for the student;
+* every answer (a markdown cell that starts with ``**Answer.**``, up to the cell's end or to its first heading or
+  ``**Predict`` prompt, which open a new cell) replaced by an empty answer for the student;
 * ``(solution)`` in the title and the ``*Solution notebook`` line turned into their exercise versions.
 
     python tools/make_exercises.py            # write the *_ex.py (make sync-notebooks, which then pairs the .ipynb)
@@ -23,6 +24,7 @@ EXERCISES = Path(__file__).resolve().parent.parent / "notebooks" / "exercises"
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 ANSWER = "# **Answer.**"
 BLANK_ANSWER = "# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*"
+NEXT_PART = re.compile(r"^# (#+ |\*\*Predict)")           # a heading or the next prompt ends an answer
 SOLUTION_LINE = re.compile(r"^# \*Solution notebook\b.*$", re.M)
 EXERCISE_LINE = ("# *Exercise notebook: write your answers in the marked cells; `{sol}` has worked answers "
                  "(try first).*")
@@ -34,6 +36,9 @@ def blank(text: str, sol_name: str) -> str:
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("# %%"):
+            in_answer = False
+        if in_answer and NEXT_PART.match(line):
+            out += ["", "# %% [markdown]"]
             in_answer = False
         if in_answer:
             continue

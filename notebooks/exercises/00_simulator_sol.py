@@ -45,7 +45,9 @@ from afl.sim import Exponential, simulate_async_schedule, two_speed
 # ## 1. A fixed window
 #
 # A client restarts at time 0 and runs exponential steps of mean `mean`. The server asks at time `window`. Write
-# `expected_steps(mean, window, K)` = `E[min(E, K)]` with `E ~ Poisson(window / mean)`.
+# `expected_steps(mean, window, K)` = `E[min(E, K)]` with `E ~ Poisson(window / mean)`. The `math` module is all
+# you need (`math.exp`, `math.factorial`; SciPy is not installed): `E ∧ K` takes the values `0, …, K`, and `K` with
+# probability `P(E ≥ K) = 1 − P(E < K)`.
 #
 # **Predict before you write:** a fast client (mean 2) with `window = 10` and `K = 20`: is `E[E ∧ K]` closer to 5
 # or to 20? And with `K = 3`?
@@ -79,7 +81,9 @@ for K in (20, 3):
 # FAVAS's server contacts `s` of the `n` clients, uniformly, every `interval`. A client restarts when it is
 # contacted, so the window between two of its contacts is `G × interval`, with `G` the number of ticks until it is
 # drawn again: `G ~ Geometric(p)`, `p = s / n`, `P(G = g) = p (1 − p)^(g − 1)`. Write
-# `contact_steps(mean, K, n, s, interval)` = `E[E ∧ K]` at a contact (you may call `expected_steps`).
+# `contact_steps(mean, K, n, s, interval)` = `E[E ∧ K]` at a contact (you may call `expected_steps`). The sum over
+# `g` is infinite: the check draws `p` as small as `1/50`, so a fixed number of terms is not enough; stop when the
+# probability left, `(1 − p)^g`, is negligible.
 #
 # **Predict before you write:** is the answer larger or smaller than `expected_steps(mean, interval * n / s, K)`,
 # the fixed window of the same mean length?

@@ -125,6 +125,16 @@ plt.show()
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# ## 5. Each ingredient in accuracy: the ablation
+#
+# FAVAS has two ingredients beyond QuAFL: the reweighting and the restart from the server model (QuAFL's clients
+# keep their own model, mixed with the server's). afl can switch each off: `reweighting="none"` and
+# `client_mixing=True` (`afl.algorithms.favas.FavasSettings`). The table below was computed by
+# `afl repro favas-ablation` on FAVAS's Table 2 setting (MNIST, 100 clients, simulated time 5000), and is read from
+# `results/`. **Predict before you look:** which ingredient matters more on non-IID data?
+
 # %%
 path = Path("../../results/favas-ablation.json")
 if path.exists():
@@ -151,3 +161,11 @@ else:
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# ## Going further
+#
+# 1. With `K = 1` (notebook 01's knobs), what are `α` for both classes? Is there still a bias to correct?
+# 2. Compute `(e ∧ K)/α` with the `α` of a client's *own* speed class but the pmf of the other class: how large is
+#    the bias when a client's speed is misestimated?
+# 3. Run `afl repro favas-ablation --quick` and compare with the committed paper-setting result.

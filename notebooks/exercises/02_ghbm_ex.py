@@ -69,6 +69,17 @@ print("one local step:", momentum(past, 0.9, 8), "  a round of J = 8 steps:", 8 
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# ## 2. What a window of τ rounds has not seen (Lemma 4.4)
+#
+# Lemma 4.4 bounds how far the `τ`-round average of updates is from the full gradient by
+# `8 E[(U/n)²] (G² + ‖∇f‖²)`. Write `unseen_fraction(n, s, tau)` = `E[(U/n)²]` when each round draws `s` of the `n`
+# clients uniformly (without replacement within a round, independently across rounds).
+#
+# Hint: write `U` as a sum of indicators, one per client; `E[U²]` needs the probability that *two* given clients are
+# both unseen.
+
 # %%
 def unseen_fraction(n, s, tau):
     """E[((n - |S_tau|) / n)^2] under uniform sampling."""
@@ -118,6 +129,14 @@ plt.show()
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# ## 4. The best τ in practice
+#
+# A longer window sees more of the federation, but it averages older models: its momentum lags. The paper picks
+# `τ = 1/C`. `afl repro ghbm-tau` measured GHBM's final accuracy against `τ` (read from `results/`). **Predict
+# before you look:** where is the peak, and why does the curve fall beyond it?
+
 # %%
 path = Path("../../results/ghbm-tau.json")
 if path.exists():
@@ -140,3 +159,11 @@ else:
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# ## Going further
+#
+# 1. Prove `E[U] = n ((n − s)/n)^τ` and use it to show that `(E[U]/n)²` underestimates `E[(U/n)²]`.
+# 2. For `n = 500`, `s = 10` (C = 0.02), how many rounds does uniform sampling need for `eps = 0.01`?
+# 3. GHBM with `τ = 1` is FedCM / FedADC (`afl.algorithms`: `fedadc`). In notebook `02_ghbm` run both on the
+#    quadratic and see the gap.

@@ -62,8 +62,9 @@ check_buffered_step(buffered_step)
 #
 # Send `x` (a vector) with `bits` bits per coordinate: scale `‖x‖₂`, and for each coordinate the signed level
 # `sign(x_i) ξ_i`, with `ξ_i` = `|x_i| s / ‖x‖₂` rounded **up with probability equal to its fractional part** and
-# down otherwise. Return what the receiver rebuilds, `‖x‖₂ / s · sign(x_i) ξ_i`. Draw the random numbers with
-# `torch.rand(..., generator=generator)`.
+# down otherwise. Here `s = 2^(bits − 1) − 1` is the number of levels (one bit carries the sign), not the `s`
+# clients per step of FAVAS. Return what the receiver rebuilds, `‖x‖₂ / s · sign(x_i) ξ_i`. Draw the random numbers
+# with `torch.rand(..., generator=generator)`.
 #
 # **Predict before you write:** why not round to the nearest level, which errs less?
 
@@ -79,6 +80,13 @@ check_qsgd(qsgd)
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# ## 3. Exact bits
+#
+# A message is `d` codes of `bits` bits, plus one float32 scale per bucket of `bucket` coordinates (one for the
+# whole vector when `bucket` is None). Write `qsgd_bits(d, bits, bucket)`.
+
 # %%
 def qsgd_bits(d, bits, bucket):
     """Bits of one QSGD message of dimension d."""
@@ -156,3 +164,14 @@ print(f"after {rounds} steps: hidden state {errors['hidden state'][-1]:.4f}, "
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# ## Going further
+#
+# 1. Run the hidden-state cell with one scale for the whole vector (`bucket=400`): the copy's error *grows* every
+#    step. Why? (Hint: the error of a broadcast is quantized again with the next difference.) How many bits per
+#    coordinate does each bucket size cost (`qsgd_bits`)?
+# 2. In `buffered_step`, drop the staleness weights: in notebook `03_qafel` which runs get worse?
+# 3. QAFeL's CelebA tables use FLSim's deterministic 8/4/2-bit scalar quantizer, not QSGD
+#    (`afl.compress.ScalarQuantizer`): which of the three checks above would it fail, and why is that fine for the
+#    hidden state?

@@ -65,8 +65,9 @@ check_buffered_step(buffered_step)
 #
 # Send `x` (a vector) with `bits` bits per coordinate: scale `‖x‖₂`, and for each coordinate the signed level
 # `sign(x_i) ξ_i`, with `ξ_i` = `|x_i| s / ‖x‖₂` rounded **up with probability equal to its fractional part** and
-# down otherwise. Return what the receiver rebuilds, `‖x‖₂ / s · sign(x_i) ξ_i`. Draw the random numbers with
-# `torch.rand(..., generator=generator)`.
+# down otherwise. Here `s = 2^(bits − 1) − 1` is the number of levels (one bit carries the sign), not the `s`
+# clients per step of FAVAS. Return what the receiver rebuilds, `‖x‖₂ / s · sign(x_i) ξ_i`. Draw the random numbers
+# with `torch.rand(..., generator=generator)`.
 #
 # **Predict before you write:** why not round to the nearest level, which errs less?
 

@@ -56,6 +56,12 @@ check_realloc(realloc)
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# **Predict before you run:** three tasks share `R = 192` requests. A: an easy task (`σ² = 0.2`) with `τ = 27`
+# local steps; B: a hard task (`σ² = 1.8`) with `τ = 27`; C: as hard as B but with `τ = 3`. Same learning rates.
+# Which task gains clients against the equal split of 64 each, and which loses?
+
 # %%
 share = mine_or_reference(realloc, check_realloc)
 names, sigma2, tau = ["A: easy, τ = 27", "B: hard, τ = 27", "C: hard, τ = 3"], [0.2, 1.8, 1.8], [27, 27, 3]
@@ -73,6 +79,17 @@ plt.show()
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# ## 2. Why not wait for everybody?
+#
+# `R` clients train at once, each for an exponential time of rate `λ`. A FedAST buffer of `b` fills with the first
+# `b` arrivals (each finished request is replaced at once); a synchronous round waits for all `R`. Write
+# `round_times(b, R, lam)` returning both expected times, `(buffered, synchronous)`.
+#
+# Hint: the minimum of `R` exponentials of rate `λ` is exponential of rate `Rλ`; the maximum is a sum of `R` such
+# minima of decreasing rates.
+
 # %%
 def round_times(b, R, lam):
     """(expected time to fill a buffer of b from R requests in flight, expected time of the slowest of R)."""
@@ -111,3 +128,12 @@ print(f"R = 100: synchronous {times(b, 100, lam)[1]:.2f}, buffered {times(b, 100
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
+# %% [markdown]
+# ## Going further
+#
+# 1. In notebook `04_fedast`, section 4, compare your Realloc shares with the stacked `R_m` that FedAST measured.
+# 2. The authors' code shares requests in proportion to `σ_m²` (and scales by `η_s/(η_c τ²)`, `variant="code"` in
+#    `afl.theory.fedast.realloc_optimum`). For the three tasks above, how different is its split?
+# 3. Show that `b / (Rλ)` holds for any `b ≤ R` only because each finished request is replaced at once. What if it
+#    is not?
