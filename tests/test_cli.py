@@ -219,3 +219,17 @@ def test_a_changed_method_definition_is_not_reused(tiny_experiment, tmp_path):
         assert [fr.same_run(r, cfg) for r in runs] == [r["method"] != "favas" for r in runs]
     finally:
         fr.METHODS["favas"] = original
+
+
+def test_a_setting_added_since_a_run_was_saved_counts_as_its_default(tiny_experiment, tmp_path):
+    fr = tiny_experiment
+    out = tmp_path / "res"
+    assert main(["repro", "favas-table2", "--out", str(out), "--set", "methods=quafl,favas"]) == 0
+    runs = json.loads((out / "favas-table2.json").read_text())["runs"]
+    cfg = fr.setting("favas-table2")
+    older = [{**r, "settings": {k: v for k, v in r["settings"].items() if k != "client_mixing"}} for r in runs]
+    assert all(fr.same_run(r, cfg) for r in older)                      # recorded before client_mixing existed
+    mixing = [{**r, "method": "favas-mixing"} for r in older if r["method"] == "favas"]
+    assert mixing and not any(fr.same_run(r, cfg) for r in mixing)      # favas-mixing wants client_mixing=True
+    extra = [{**r, "settings": {**r["settings"], "gone": 1}} for r in runs]
+    assert not any(fr.same_run(r, cfg) for r in extra)                   # a setting the algorithm no longer has

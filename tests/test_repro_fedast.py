@@ -1,4 +1,8 @@
-"""FedAST's experiments: task sets, method names, settings and the time-gain summary (no data needed)."""
+"""FedAST's experiments: task sets, method names, settings and the time-gain summary (no data needed); the
+sweeps end to end on a tiny pool (with the data mirror)."""
+import json
+import os
+
 import pytest
 
 from afl.errors import ParameterError
@@ -56,3 +60,37 @@ def test_gain_is_against_the_best_sync_allocation():
     assert row["gain_vs_sync"]["fedast"] == pytest.approx((100 - 70) / 100)
     assert row["fedast-static"]["time_to_all_targets"]["reached"] == "1/2"   # a missed target is not averaged in
     assert row["fedast"]["per_task"]["mnist"]["mean"] == 10.0
+
+
+TINY = dict(clients=12, samples=20, steps=2, total_time=40.0, eval_every=10.0, seeds=2)
+
+
+@pytest.mark.parametrize("experiment, kw, xs", [
+    ("fedast-fig3", dict(tasksets=("mnist*2",), caps=(4, 12)), "caps"),
+    ("fedast-fig5", dict(tasksets=("mnist*2", "mnist*3"), caps=(12,), target_offset=-0.8), "tasksets"),
+    ("fedast-fig8", dict(caps=(12,), requests=4, buffers=(1, 2)), "buffers")])
+def test_sweeps_run_end_to_end_and_draw_the_papers_figure(experiment, kw, xs, tmp_path):
+    """Figs. 3, 5 and 8 on a tiny pool: every point of the sweep is run for every seed, and the picture plots
+    the sweep (one marker per point of the x axis and method or task), not the training curves."""
+    if not os.environ.get("AFL_DATA"):
+        pytest.skip("AFL_DATA is not set: needs the MNIST and Fashion-MNIST mirrors")
+    paths = fr.run_experiment(experiment, quick=True, out=tmp_path, progress=False, **TINY, **kw)
+    result = json.loads(paths[0].read_text())
+    cfg = result["config"]
+    assert len(result["runs"]) == (cfg["seeds"] * len(cfg["methods"]) * len(cfg["tasksets"]) * len(cfg["caps"])
+                                   * len(cfg["buffers"]))
+    assert paths[2].stat().st_size > 10_000
+    fig = fr.figure(result)
+    points = [len(line.get_xdata()) for ax in fig.axes for line in ax.lines if line.get_marker() == "o"]
+    assert points and all(p == len(kw[xs]) for p in points)
+
+
+def test_a_saved_run_is_reused_only_while_its_tasks_are_unchanged():
+    from dataclasses import asdict, replace
+    cfg = fr.setting("fedast-fig7", quick=True)
+    saved = run("fedast", 0, 60.0)
+    saved["settings"] = [asdict(t) for t in cfg.tasks(saved["taskset"], "fedast", 300, None)]
+    saved = json.loads(json.dumps(saved))                               # as read back from a result file
+    assert fr.same_run(saved, cfg)
+    assert not fr.same_run(saved, replace(cfg, steps=5))                 # 5 local steps, not 27
+    assert not fr.same_run({**saved, "method": "fedast-nobuffer"}, cfg)  # b = 1 and server lr 0.038

@@ -21,22 +21,21 @@ and with ``alpha_bar/alpha``; QuAFL at full precision and with the QuAFL code's 
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import partial as partial_fn
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from ..algorithms import get as get_algorithm, make_federation, run_algorithm
-from ..compress import Quantizer
+from ..algorithms import make_federation, run_algorithm
 from ..data import load_dataset
 from ..errors import check_choice, check_int, check_real
 from ..fleet import Outcome
 from ..plots import style
 from ..results import PartialRuns
 from ..runtime import resolve_device
-from .runner import Grid, base_setting, compute, execute, run_tasks, write_files
+from .runner import Grid, base_setting, compute, execute, run_tasks, same_settings, settings_record, write_files
 
 #: Table 2's columns: partition scheme and fraction of slow clients.
 SPLITS = {
@@ -301,11 +300,6 @@ def plot_variance(runs: list[dict], ax=None, title=None):
 SELECTION = ("seeds", "splits", "methods")
 
 
-def settings_record(cfg) -> dict:
-    """An algorithm's settings as they are stored with a run (JSON: a quantizer by its spec)."""
-    return {k: (v.spec if isinstance(v, Quantizer) else v) for k, v in asdict(cfg).items()}
-
-
 def same_run(run: dict, cfg: FavasSetting, track_variance: bool = False) -> bool:
     """Whether a saved run is the run ``cfg`` would compute now: its method still has the algorithm settings
     the run recorded (the method's definition may have changed since), with the local models' spread recorded
@@ -313,11 +307,10 @@ def same_run(run: dict, cfg: FavasSetting, track_variance: bool = False) -> bool
     method = METHODS.get(run["method"])
     if method is None:
         return False
-    want = settings_record(get_algorithm(method.algorithm).make_settings(**cfg.run_kwargs(run["method"])))
-    have = {k: v for k, v in run.get("settings", {}).items() if k != "track_variance"}
-    want.pop("track_variance", None)
     needs_variance = track_variance and method.algorithm in ("favas", "quafl")
-    return have == want and (not needs_variance or "variance" in run["curve"])
+    return (same_settings(run.get("settings", {}), method.algorithm, ignore=("track_variance",),
+                          **cfg.run_kwargs(run["method"]))
+            and (not needs_variance or "variance" in run["curve"]))
 
 
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results",

@@ -298,6 +298,12 @@ def run_key(run: dict) -> tuple:
     return run["taskset"], run["method"], run["cap"], run["buffer"], run["seed"]
 
 
+def same_run(run: dict, cfg: FedastSetting) -> bool:
+    """Whether a saved run is what ``cfg`` computes now (its tasks' rates, requests, buffers and targets)."""
+    tasks = cfg.tasks(run["taskset"], run["method"], run["cap"], run["buffer"])
+    return run.get("settings") == [asdict(t) for t in tasks]
+
+
 def run_grid(cfg: FedastSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,
              fleet_size: int | None = None, on_outcome=None):
     datasets = load_tasks(cfg, root=root, device=device)
@@ -311,7 +317,7 @@ def grid(cfg: FedastSetting, *, seeds=None, device="cpu", root=None, fleet=True,
     keys = [(t, m, c, b, s) for s in range(seeds) for t in cfg.tasksets for c in cfg.caps for b in cfg.buffers
             for m in cfg.methods]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
-    return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key,
+    return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg),
                 selection=("seeds", "methods", "tasksets", "caps", "buffers"))
 
 
@@ -362,10 +368,12 @@ def markdown(result: dict) -> str:
              f"Machine: {result['machine']}; {result['execution']}", ""]
     if result["quick"]:
         lines += ["QUICK setting (CPU): " + ", ".join(f"{k} = {cfg[k]}" for k in
-                  ("clients", "caps", "requests", "buffers", "first_k", "target_offset", "total_time")) +
+                  ("clients", "caps", "requests", "buffers", "first_k", "target_offset", "total_time", "models")) +
                   ". It keeps the protocol and shrinks the scale: not comparable with the paper's numbers.", ""]
     lines += [f"Targets: Table 1's plus {cfg['target_offset']:+.2f}. Times in simulated time units "
               f"(a job of cost e lasts 27 x (Exp(e s) + e s / 2)); evaluated every {cfg['eval_every']}.", ""]
+    if result["experiment"] in SWEEP_TABLES:
+        return "\n".join(lines + SWEEP_TABLES[result["experiment"]](result))
     for row, entry in result["rows"].items():
         methods = [m for m in entry if m not in ("gain_vs_sync", "best_sync")]
         names = list(entry[methods[0]]["per_task"])
@@ -388,6 +396,57 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _pm(stats: tuple, digits: int = 1) -> str:
+    """``mean ± std`` of :func:`_mean_std`, with how many seeds counted when some are missing."""
+    mean, std, count = stats
+    return "–" if count == 0 else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def _accuracy_table(result: dict) -> list[str]:
+    """Fig. 3 as a table: per dataset, the mean final accuracy over its tasks against the cap, per method, and
+    what the buffer adds (FedAST static minus NoBuffer, in points)."""
+    runs, clients = result["runs"], result["config"]["clients"]
+    lines = ["Final test accuracy (%, mean over the task set's tasks; ± std over seeds) against the active-client "
+             "ratio. Buffer's gain: FedAST (static) minus FedAST-NoBuffer, in points.", ""]
+    for taskset in dict.fromkeys(r["taskset"] for r in runs):
+        mine = [r for r in runs if r["taskset"] == taskset]
+        methods = list(dict.fromkeys(r["method"] for r in mine))
+        lines += [f"## {taskset}", "", "| cap / clients | " + " | ".join(method_style(m)["label"] for m in methods)
+                  + " | buffer's gain |", "|---" * (len(methods) + 2) + "|"]
+        for cap in sorted({r["cap"] for r in mine}):
+            stats = {m: _mean_std([100 * np.mean([t["final_accuracy"] for t in r["tasks"]]) for r in mine
+                                   if r["method"] == m and r["cap"] == cap]) for m in methods}
+            gain = (f"{stats['fedast-static'][0] - stats['fedast-nobuffer'][0]:+.1f}"
+                    if {"fedast-static", "fedast-nobuffer"} <= set(stats) else "–")
+            lines.append(f"| {cap / clients:.3g} ({cap}) | " + " | ".join(_pm(stats[m]) for m in methods)
+                         + f" | {gain} |")
+        lines.append("")
+    return lines
+
+
+def _buffer_table(result: dict) -> list[str]:
+    """Figs. 8-9 as a table: per buffer size, each task's final accuracy and time to its target."""
+    runs = result["runs"]
+    names = [t["name"] for t in runs[0]["tasks"]]
+    lines = ["FedAST (static), each task's final test accuracy (%) and simulated time to its target "
+             "(± std over seeds; (k/n): seeds that reached it).", "",
+             "| buffer b | R / b | " + " | ".join(f"{n} final | {n} time to target" for n in names) + " |",
+             "|---" * (2 + 2 * len(names)) + "|"]
+    for b in sorted({r["buffer"] for r in runs}):
+        mine = [r for r in runs if r["buffer"] == b]
+        cells = []
+        for j in range(len(names)):
+            reached = _mean_std([r["tasks"][j]["reached"] for r in mine])
+            cells += [_pm(_mean_std([100 * r["tasks"][j]["final_accuracy"] for r in mine])),
+                      f"{_pm(reached, 0)} ({reached[2]}/{len(mine)})"]
+        lines.append(f"| {b} | {result['config']['requests'] / b:.3g} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+#: The experiments whose markdown is the paper's sweep as one table (their tasks run to the end: no time gain)
+SWEEP_TABLES = {"fedast-fig3": _accuracy_table, "fedast-fig8": _buffer_table, "fedast-fig9": _buffer_table}
+
+
 def report(result: dict, per_run: bool = True) -> str:
     text = markdown(result)
     if per_run:
@@ -400,6 +459,111 @@ def report(result: dict, per_run: bool = True) -> str:
 
 
 def figure(result: dict):
+    """The experiment's picture: the paper's sweep for Figs. 3, 5, 8 and 9 (:func:`sweep_figure`,
+    :func:`buffer_figure`), the training curves otherwise (:func:`curves_figure`)."""
+    experiment = result["experiment"]
+    if experiment in ("fedast-fig3", "fedast-fig5"):
+        return sweep_figure(result)
+    if experiment in ("fedast-fig8", "fedast-fig9"):
+        return buffer_figure(result)
+    return curves_figure(result)
+
+
+def _mean_std(values) -> tuple[float, float, int]:
+    """Mean and standard deviation (over seeds) of the values that exist, and how many do (None: never reached)."""
+    kept = [v for v in values if v is not None]
+    return (float(np.mean(kept)), float(np.std(kept)), len(kept)) if kept else (np.nan, np.nan, 0)
+
+
+def sweep_figure(result: dict):
+    """Fig. 3 (mean final accuracy of the tasks against the active-client ratio cap / N) or Fig. 5 (time until
+    every task reached its target against the number of identical tasks): a panel per dataset, a line per
+    method, error bars ± one standard deviation over seeds; Fig. 5 marks FedAST's gain over Sync-ST."""
+    from matplotlib.figure import Figure
+    runs, fig3 = result["runs"], result["experiment"] == "fedast-fig3"
+    clients = result["config"]["clients"]
+    if fig3:
+        x_of, xlabel = (lambda r: r["cap"] / clients), f"active-client ratio (cap / {clients} clients)"
+        y_of, ylabel = (lambda r: 100 * np.mean([t["final_accuracy"] for t in r["tasks"]])), \
+            "final test accuracy (%, mean over tasks)"
+    else:
+        x_of, xlabel = (lambda r: len(parse_taskset(r["taskset"]))), "identical tasks trained at once"
+        y_of, ylabel = (lambda r: r["time_to_all_targets"]), "time until all reach the target (sim. time)"
+    datasets = list(dict.fromkeys(parse_taskset(r["taskset"])[0] for r in runs))
+    fig = Figure(figsize=(max(7, 5 * len(datasets)), 4))
+    for ax, dataset in zip(fig.subplots(1, len(datasets), squeeze=False)[0], datasets):
+        mine = [r for r in runs if parse_taskset(r["taskset"])[0] == dataset]
+        lines = {}
+        for method in dict.fromkeys(r["method"] for r in mine):
+            xs = sorted({x_of(r) for r in mine if r["method"] == method})
+            stats = [_mean_std([y_of(r) for r in mine if r["method"] == method and x_of(r) == x]) for x in xs]
+            lines[method] = dict(zip(xs, stats))
+            st = method_style(method)
+            ax.errorbar(xs, [m for m, _, _ in stats], yerr=[sd for _, sd, _ in stats], color=st["color"],
+                        linestyle=st["linestyle"], marker="o", capsize=3, label=st["label"])
+        if not fig3 and "fedast-static" in lines and "sync-st" in lines:
+            for x, (fedast, _, _) in lines["fedast-static"].items():
+                sync = lines["sync-st"].get(x, (np.nan,))[0]
+                if np.isfinite(fedast) and np.isfinite(sync):
+                    ax.annotate(f"{100 * (sync - fedast) / sync:+.0f} %", (x, fedast), xytext=(8, 4),
+                                textcoords="offset points", ha="center", fontsize=8, color=method_style(
+                                    "fedast-static")["color"])
+        if fig3:
+            ax.set_xscale("log")
+        ticks = sorted({x_of(r) for r in mine})
+        ax.set_xticks(ticks, [f"{x:.3g}" for x in ticks])
+        ax.minorticks_off()
+        ax.set(title=f"{dataset}: {len(parse_taskset(mine[0]['taskset']))} identical tasks" if fig3 else dataset,
+               xlabel=xlabel, ylabel=ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    what = ("the buffer against staleness as more clients train at once" if fig3 else
+            "FedAST's gain over Sync-ST (percentages) as tasks are added")
+    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''}: {what}\n"
+                 f"{result['config']['seeds']} seed(s), error bars ± one std over seeds", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def buffer_figure(result: dict):
+    """Figs. 8-9: each task's final accuracy and time to its target against the buffer size b (the requests R
+    fixed), error bars ± one standard deviation over seeds; a point is drawn where some seed reached the target."""
+    from matplotlib.figure import Figure
+    runs = result["runs"]
+    names = [t["name"] for t in runs[0]["tasks"]]
+    buffers = sorted({r["buffer"] for r in runs})
+    fig = Figure(figsize=(10, 3.8))
+    acc, time = fig.subplots(1, 2)
+    for j, name in enumerate(names):
+        color = f"C{j}"
+        final = [_mean_std([100 * r["tasks"][j]["final_accuracy"] for r in runs if r["buffer"] == b])
+                 for b in buffers]
+        reached = [_mean_std([r["tasks"][j]["reached"] for r in runs if r["buffer"] == b]) for b in buffers]
+        acc.errorbar(buffers, [m for m, _, _ in final], yerr=[sd for _, sd, _ in final], color=color, marker="o",
+                     capsize=3, label=name)
+        acc.axhline(100 * runs[0]["tasks"][j]["target"], color=color, lw=0.8, linestyle="--",
+                    label=f"{name} target")
+        time.errorbar(buffers, [m for m, _, _ in reached], yerr=[sd for _, sd, _ in reached], color=color,
+                      marker="o", capsize=3, label=name)
+    if not any(t["reached"] is not None for r in runs for t in r["tasks"]):
+        time.text(0.5, 0.5, "no task reached its target in any run", transform=time.transAxes, ha="center")
+    acc.set(xlabel="buffer size b", ylabel="final test accuracy (%)", title="final accuracy")
+    time.set(xlabel="buffer size b", ylabel="time to target (simulated time units)",
+             title="time to target (missing: never reached)")
+    for ax in (acc, time):
+        ax.set_xscale("log")
+        ax.set_xticks(buffers, [str(b) for b in buffers])
+        ax.minorticks_off()
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''}: FedAST (static), "
+                 f"R = {result['config']['requests']} requests per task; {result['config']['seeds']} seed(s), "
+                 "error bars ± one std over seeds", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def curves_figure(result: dict):
     """Per row: each task's accuracy against simulated time (a panel per task, methods in their colours, the
     target dashed, where it was reached marked), and FedAST's allocation of requests over time."""
     from matplotlib.figure import Figure
@@ -466,5 +630,5 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
                         write_result)
 
 
-__all__ = ["TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "summarize", "grid",
-           "run_experiment", "write_result", "report", "figure"]
+__all__ = ["TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "same_run", "summarize", "grid",
+           "run_experiment", "write_result", "report", "figure", "sweep_figure", "buffer_figure", "curves_figure"]

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..algorithms import get as get_algorithm, make_federation, run_algorithm
+from ..algorithms import make_federation, run_algorithm
 from ..algorithms.fedavg import FedAvg
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..errors import ParameterError, check, check_choice, check_int, check_real
@@ -38,9 +38,8 @@ from ..fleet import Outcome
 from ..plots import style
 from ..runtime import resolve_device
 from ..theory.ghbm import unseen_fraction_moment
-from .favas import settings_record
 from ..results import output_dir
-from .runner import Grid, base_setting, execute, run_tasks, set_flags, write_files
+from .runner import Grid, base_setting, execute, run_tasks, same_settings, set_flags, settings_record, write_files
 
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
@@ -277,7 +276,7 @@ def same_run(run: dict, cfg: GhbmSetting) -> bool:
     if run["method"] not in HYPER[cfg.hyper]["methods"]:
         return False
     algorithm, kw = cfg.run_kwargs(run["method"], run["tau"])
-    return run.get("settings") == settings_record(get_algorithm(algorithm).make_settings(**kw))
+    return same_settings(run.get("settings", {}), algorithm, **kw)
 
 
 def run_grid(cfg: GhbmSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..algorithms import get as get_algorithm, make_federation, run_algorithm
+from ..algorithms import make_federation, run_algorithm
 from ..compress import make_quantizer
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..errors import check, check_choice, check_int, check_real
@@ -44,8 +44,7 @@ from ..plots import band_label, style
 from ..runtime import resolve_device
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
-from .favas import settings_record
-from .runner import Grid, base_setting, execute, run_tasks, write_files
+from .runner import Grid, base_setting, execute, run_tasks, same_settings, settings_record, write_files
 
 #: QAFeL Table 1's message sizes in bytes (paper numbers, shown only as labelled references)
 PAPER_BYTES = {"identity": 117128, "scalar:8": 29924, "scalar:4": 15380, "scalar:2": 8108}
@@ -310,7 +309,7 @@ def same_run(run: dict, cfg: QafelSetting) -> bool:
     if _ROW.match(run["method"]) is None:
         return False
     algorithm, kw = cfg.run_kwargs(run["method"], run["concurrency"])
-    return run.get("settings") == settings_record(get_algorithm(algorithm).make_settings(**kw))
+    return same_settings(run.get("settings", {}), algorithm, **kw)
 
 
 def run_grid(cfg: QafelSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,

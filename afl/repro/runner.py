@@ -16,6 +16,8 @@ from typing import Callable
 
 import torch
 
+from ..algorithms import get as get_algorithm
+from ..compress import Quantizer
 from ..errors import RunsFailed, check, check_choice, check_int
 from ..fleet import DEFAULT_SIZE, run_fleet, run_on_ray, run_one_by_one
 from ..results import PartialRuns, output_dir, progress_bar, setting_key
@@ -84,6 +86,23 @@ def run_tasks(tasks: list, *, fleet: bool = True, fleet_size: int | None = None,
     if fleet:
         return run_fleet(tasks, size=fleet_size, on_outcome=on_outcome)
     return run_one_by_one(tasks, on_outcome=on_outcome)
+
+
+def settings_record(cfg) -> dict:
+    """An algorithm's settings as they are stored with a run (JSON: a quantizer by its spec)."""
+    return {k: (v.spec if isinstance(v, Quantizer) else v) for k, v in asdict(cfg).items()}
+
+
+def same_settings(recorded: dict, algorithm: str, ignore=(), **values) -> bool:
+    """Whether the settings a saved run recorded are those ``algorithm`` gets from ``values`` now (``ignore``: keys
+    left out of the comparison). A setting the record lacks was added to the algorithm after the run was saved: it
+    counts as its default, so that older results stay reusable exactly where they are still the same runs."""
+    algo = get_algorithm(algorithm)
+    want = settings_record(algo.make_settings(**values))
+    default = settings_record(algo.make_settings())
+    if not set(recorded) <= set(want):
+        return False
+    return all(recorded.get(k, default[k]) == v for k, v in want.items() if k not in ignore)
 
 
 def reusable_runs(path, grid: Grid) -> list[dict]:
@@ -168,7 +187,7 @@ def machine(device: str) -> str:
             f"{torch.get_num_threads()} threads, device {device}")
 
 
-__all__ = ["Grid", "compute", "run_tasks", "reusable_runs", "Execution", "execute", "machine"]
+__all__ = ["Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs", "Execution", "execute", "machine"]
 
 
 def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):
