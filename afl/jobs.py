@@ -160,10 +160,12 @@ def run_pending(queues: list[JobQueue]) -> None:
 
 
 def _isolated(work, items: list) -> None:
-    """``work(items)``; if it fails, ``work`` queue by queue, each queue's items keeping its own error."""
+    """``work(items)``; if it fails, ``work`` queue by queue on the items not done yet, each queue's items keeping
+    its own error."""
     try:
         work(items)
     except Exception as error:  # noqa: BLE001 -- raised again by the items' result()
+        items = [it for it in items if not it.done]
         queues = list(dict.fromkeys(id(it._queue) for it in items))
         if len(queues) == 1:
             for it in items:
@@ -174,7 +176,16 @@ def _isolated(work, items: list) -> None:
 
 
 def _train(jobs: list[Job]) -> None:
+    """Train ``jobs`` (one engine group) chunk by chunk: the engine's own chunks (most steps first), so that only
+    one chunk's stacked start models and results are in memory beside the jobs' own tensors (the same numbers as
+    one engine call over all of them)."""
     engine = jobs[0]._queue.engine
+    jobs = sorted(jobs, key=lambda j: -j.steps)                 # stable, as the engine's own order
+    for lo in range(0, len(jobs), engine.chunk):
+        _train_chunk(engine, jobs[lo:lo + engine.chunk])
+
+
+def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
     S = max(j.steps for j in jobs)
     batches = torch.zeros(len(jobs), S, *jobs[0].batches.shape[1:], dtype=torch.long)
     for i, j in enumerate(jobs):
@@ -184,7 +195,7 @@ def _train(jobs: list[Job]) -> None:
     out = engine.run(start, batches, [j.steps for j in jobs], [j.lr for j in jobs],
                      [j.weight_decay for j in jobs], hook=jobs[0].hook, state=state)
     for i, j in enumerate(jobs):
-        j._out = out[i]
+        j._out = out[i].clone()         # not a view: a view would keep the whole chunk alive until its last job is read
         for k in state:
             j.state[k].copy_(state[k][i])
         j.start = j.batches = None

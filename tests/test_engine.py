@@ -163,6 +163,34 @@ def test_job_queue_is_lazy_and_equals_direct_run():
     torch.testing.assert_close(torch.stack([j.result() for j in jobs]), direct)
 
 
+def test_a_flush_trains_its_jobs_chunk_by_chunk_and_a_failure_stays_with_its_queue():
+    """Jobs beyond one engine chunk are stacked a chunk at a time (bounded memory) with the numbers of one call;
+    a queue whose job fails in a later chunk fails alone: the jobs trained before keep their results."""
+    from afl.jobs import run_pending
+    data, module = Tiny((3, 2, 2)), mlp()
+    parts = [torch.arange(i * 24, (i + 1) * 24) for i in range(4)]
+    small = LocalSGD(module, data, 8, max_bytes=1)                         # one client per chunk
+    assert small.chunk == 1
+    sizes, run = [], small.run
+    small.run = lambda start, *args, **kw: sizes.append(len(start)) or run(start, *args, **kw)
+    good, bad = (JobQueue(small, ClientStreams(parts, 8, seed=k)) for k in (0, 1))
+    w0 = FlatModel(module).flatten()
+    jobs = [good.submit(c, w0, steps=c + 1, lr=0.1) for c in range(4)]
+    failing = bad.submit(0, w0, steps=1, lr=float("nan"))               # fewest steps: trained last
+    streams = ClientStreams(parts, 8, seed=0)
+    batches = torch.zeros(4, 4, 8, dtype=torch.long)
+    for c in range(4):
+        batches[c, :c + 1] = streams.take(c, c + 1)
+    run_pending([good, bad])
+    assert sizes[:5] == [1] * 5                                           # then bad's job alone, again
+    whole = LocalSGD(module, data, 8).run(w0.expand(4, -1), batches, [1, 2, 3, 4], 0.1)
+    torch.testing.assert_close(torch.stack([j.result() for j in jobs]), whole, rtol=1e-12, atol=1e-12)
+    assert all(j.result().untyped_storage().nbytes() == w0.numel() * 8 for j in jobs)   # its own memory, not a
+    #                                                                   view pinning the chunk until every job is read
+    with pytest.raises(ParameterError, match="lr"):
+        failing.result()
+
+
 def test_streams_cover_each_epoch_and_are_seeded():
     parts = [torch.arange(10), torch.arange(10, 13)]
     a, b = ClientStreams(parts, 5, seed=7), ClientStreams(parts, 5, seed=7)
