@@ -28,6 +28,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 from .errors import ParameterError, check_int
 from .jobs import _context, run_pending
+from .runtime import tune_cpu_allocator
 
 #: live runs of a fleet unless told otherwise (each holds its federation's per-client tables)
 DEFAULT_SIZE = 64
@@ -101,6 +102,7 @@ def run_fleet(tasks: Sequence[tuple[Hashable, Callable[[], Any]]], *, size: int 
     thread, as each run ends (to save it, or to advance a progress bar).
     """
     size = DEFAULT_SIZE if size is None else check_int("fleet_size", size, 1)
+    tune_cpu_allocator()                  # before the runs' threads exist: they share one malloc arena
     todo, live, outcomes = deque(tasks), [], {}
     while todo or live:
         while todo and len(live) < size:

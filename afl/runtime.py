@@ -7,7 +7,10 @@ a few MB (activations, gradients) with ``mmap`` and hands them back to the kerne
 training step page-faults its freshly mapped memory again (measured here: a 64 MB ``relu`` 25 ms instead
 of 5 ms; the fused MLP step of mlp200, 20 clients, 27 ms instead of 18 ms). Raising glibc's mmap and trim
 thresholds keeps such blocks in the heap for reuse -- what PyTorch's CPU tuning guide gets from jemalloc or
-tcmalloc. Process-wide, once; only on glibc; ``AFL_MALLOC_TUNING=0`` turns it off.
+tcmalloc. It also keeps one malloc arena for all threads: a fleet's runs are threads that take turns (one runs
+at a time, :mod:`afl.fleet`), and an arena per thread only multiplies the freed memory each keeps (measured, a
+FedAST Fig. 3 fleet of 4 runs on this CPU: 8.0 GB at most instead of 9.1, in the same time). Process-wide, once;
+only on glibc; ``AFL_MALLOC_TUNING=0`` turns it off.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3   # glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -2, -3, -8   # glibc's mallopt (malloc.h)
 _state: dict = {}
 
 
@@ -44,7 +47,7 @@ def resolve_device(device) -> torch.device:
 
 
 def tune_cpu_allocator() -> bool:
-    """Keep large freed blocks in the heap (glibc ``mallopt``); True if the tuning is in effect."""
+    """Keep large freed blocks in the heap, in one arena (glibc ``mallopt``); True if the tuning is in effect."""
     if "tuned" not in _state:
         _state["tuned"] = os.environ.get("AFL_MALLOC_TUNING", "1") != "0" and _mallopt()
     return _state["tuned"]
@@ -57,4 +60,5 @@ def _mallopt() -> bool:
     except (OSError, AttributeError):     # not glibc (macOS, Windows, musl): nothing to tune
         return False
     return all(mallopt(param, value) == 1 for param, value in
-               ((_M_MMAP_THRESHOLD, 1 << 30), (_M_TRIM_THRESHOLD, (1 << 31) - 1), (_M_TOP_PAD, 256 << 20)))
+               ((_M_MMAP_THRESHOLD, 1 << 30), (_M_TRIM_THRESHOLD, (1 << 31) - 1), (_M_TOP_PAD, 256 << 20),
+                (_M_ARENA_MAX, 1)))

@@ -396,10 +396,21 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _mean_std(values) -> tuple[float, float, int]:
+    """Mean and standard deviation (over seeds) of the values that exist, and how many do (None: never reached)."""
+    kept = [v for v in values if v is not None]
+    return (float(np.mean(kept)), float(np.std(kept)), len(kept)) if kept else (np.nan, np.nan, 0)
+
+
 def _pm(stats: tuple, digits: int = 1) -> str:
-    """``mean ± std`` of :func:`_mean_std`, with how many seeds counted when some are missing."""
+    """``mean ± std`` of :func:`_mean_std` for a table ("–" where no seed has a value)."""
     mean, std, count = stats
     return "–" if count == 0 else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def _mean_final(run: dict) -> float:
+    """A run's final test accuracy (%) averaged over its tasks (Fig. 3's y axis)."""
+    return 100 * float(np.mean([t["final_accuracy"] for t in run["tasks"]]))
 
 
 def _accuracy_table(result: dict) -> list[str]:
@@ -414,8 +425,8 @@ def _accuracy_table(result: dict) -> list[str]:
         lines += [f"## {taskset}", "", "| cap / clients | " + " | ".join(method_style(m)["label"] for m in methods)
                   + " | buffer's gain |", "|---" * (len(methods) + 2) + "|"]
         for cap in sorted({r["cap"] for r in mine}):
-            stats = {m: _mean_std([100 * np.mean([t["final_accuracy"] for t in r["tasks"]]) for r in mine
-                                   if r["method"] == m and r["cap"] == cap]) for m in methods}
+            stats = {m: _mean_std([_mean_final(r) for r in mine if r["method"] == m and r["cap"] == cap])
+                     for m in methods}
             gain = (f"{stats['fedast-static'][0] - stats['fedast-nobuffer'][0]:+.1f}"
                     if {"fedast-static", "fedast-nobuffer"} <= set(stats) else "–")
             lines.append(f"| {cap / clients:.3g} ({cap}) | " + " | ".join(_pm(stats[m]) for m in methods)
@@ -469,12 +480,6 @@ def figure(result: dict):
     return curves_figure(result)
 
 
-def _mean_std(values) -> tuple[float, float, int]:
-    """Mean and standard deviation (over seeds) of the values that exist, and how many do (None: never reached)."""
-    kept = [v for v in values if v is not None]
-    return (float(np.mean(kept)), float(np.std(kept)), len(kept)) if kept else (np.nan, np.nan, 0)
-
-
 def sweep_figure(result: dict):
     """Fig. 3 (mean final accuracy of the tasks against the active-client ratio cap / N) or Fig. 5 (time until
     every task reached its target against the number of identical tasks): a panel per dataset, a line per
@@ -484,8 +489,7 @@ def sweep_figure(result: dict):
     clients = result["config"]["clients"]
     if fig3:
         x_of, xlabel = (lambda r: r["cap"] / clients), f"active-client ratio (cap / {clients} clients)"
-        y_of, ylabel = (lambda r: 100 * np.mean([t["final_accuracy"] for t in r["tasks"]])), \
-            "final test accuracy (%, mean over tasks)"
+        y_of, ylabel = _mean_final, "final test accuracy (%, mean over tasks)"
     else:
         x_of, xlabel = (lambda r: len(parse_taskset(r["taskset"]))), "identical tasks trained at once"
         y_of, ylabel = (lambda r: r["time_to_all_targets"]), "time until all reach the target (sim. time)"
@@ -527,13 +531,14 @@ def sweep_figure(result: dict):
 
 def buffer_figure(result: dict):
     """Figs. 8-9: each task's final accuracy and time to its target against the buffer size b (the requests R
-    fixed), error bars ± one standard deviation over seeds; a point is drawn where some seed reached the target."""
+    fixed), error bars ± one standard deviation over seeds; a time is drawn where some seed reached the target
+    (over those seeds, their number marked when not all did)."""
     from matplotlib.figure import Figure
     runs = result["runs"]
     names = [t["name"] for t in runs[0]["tasks"]]
     buffers = sorted({r["buffer"] for r in runs})
     fig = Figure(figsize=(10, 3.8))
-    acc, time = fig.subplots(1, 2)
+    acc, reach = fig.subplots(1, 2)
     for j, name in enumerate(names):
         color = f"C{j}"
         final = [_mean_std([100 * r["tasks"][j]["final_accuracy"] for r in runs if r["buffer"] == b])
@@ -543,14 +548,19 @@ def buffer_figure(result: dict):
                      capsize=3, label=name)
         acc.axhline(100 * runs[0]["tasks"][j]["target"], color=color, lw=0.8, linestyle="--",
                     label=f"{name} target")
-        time.errorbar(buffers, [m for m, _, _ in reached], yerr=[sd for _, sd, _ in reached], color=color,
-                      marker="o", capsize=3, label=name)
+        reach.errorbar(buffers, [m for m, _, _ in reached], yerr=[sd for _, sd, _ in reached], color=color,
+                       marker="o", capsize=3, label=name)
+        seeds = result["config"]["seeds"]
+        for b, (mean, _, count) in zip(buffers, reached):
+            if 0 < count < seeds:
+                reach.annotate(f"{count}/{seeds} seeds", (b, mean), xytext=(5, -10), textcoords="offset points",
+                               fontsize=7, color=color)
     if not any(t["reached"] is not None for r in runs for t in r["tasks"]):
-        time.text(0.5, 0.5, "no task reached its target in any run", transform=time.transAxes, ha="center")
+        reach.text(0.5, 0.5, "no task reached its target in any run", transform=reach.transAxes, ha="center")
     acc.set(xlabel="buffer size b", ylabel="final test accuracy (%)", title="final accuracy")
-    time.set(xlabel="buffer size b", ylabel="time to target (simulated time units)",
+    reach.set(xlabel="buffer size b", ylabel="time to target (simulated time units)",
              title="time to target (missing: never reached)")
-    for ax in (acc, time):
+    for ax in (acc, reach):
         ax.set_xscale("log")
         ax.set_xticks(buffers, [str(b) for b in buffers])
         ax.minorticks_off()
@@ -630,5 +640,6 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
                         write_result)
 
 
-__all__ = ["TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "same_run", "summarize", "grid",
-           "run_experiment", "write_result", "report", "figure", "sweep_figure", "buffer_figure", "curves_figure"]
+__all__ = ["TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "same_run", "summarize",
+           "grid", "run_experiment", "write_result", "report", "figure", "sweep_figure", "buffer_figure",
+           "curves_figure"]

@@ -187,7 +187,8 @@ def machine(device: str) -> str:
             f"{torch.get_num_threads()} threads, device {device}")
 
 
-__all__ = ["Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs", "Execution", "execute", "machine"]
+__all__ = ["Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs", "Execution", "execute",
+           "machine"]
 
 
 def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):
