@@ -233,3 +233,4 @@ def test_a_setting_added_since_a_run_was_saved_counts_as_its_default(tiny_experi
     assert mixing and not any(fr.same_run(r, cfg) for r in mixing)      # favas-mixing wants client_mixing=True
     extra = [{**r, "settings": {**r["settings"], "gone": 1}} for r in runs]
     assert not any(fr.same_run(r, cfg) for r in extra)                   # a setting the algorithm no longer has
+    assert not any(fr.same_run({k: v for k, v in r.items() if k != "settings"}, cfg) for r in runs)  # no record

@@ -308,7 +308,7 @@ def same_run(run: dict, cfg: FavasSetting, track_variance: bool = False) -> bool
     if method is None:
         return False
     needs_variance = track_variance and method.algorithm in ("favas", "quafl")
-    return (same_settings(run.get("settings", {}), method.algorithm, ignore=("track_variance",),
+    return (same_settings(run.get("settings"), method.algorithm, ignore=("track_variance",),
                           **cfg.run_kwargs(run["method"]))
             and (not needs_variance or "variance" in run["curve"]))
 

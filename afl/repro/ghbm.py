@@ -276,7 +276,7 @@ def same_run(run: dict, cfg: GhbmSetting) -> bool:
     if run["method"] not in HYPER[cfg.hyper]["methods"]:
         return False
     algorithm, kw = cfg.run_kwargs(run["method"], run["tau"])
-    return same_settings(run.get("settings", {}), algorithm, **kw)
+    return same_settings(run.get("settings"), algorithm, **kw)
 
 
 def run_grid(cfg: GhbmSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,

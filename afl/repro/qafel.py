@@ -309,7 +309,7 @@ def same_run(run: dict, cfg: QafelSetting) -> bool:
     if _ROW.match(run["method"]) is None:
         return False
     algorithm, kw = cfg.run_kwargs(run["method"], run["concurrency"])
-    return same_settings(run.get("settings", {}), algorithm, **kw)
+    return same_settings(run.get("settings"), algorithm, **kw)
 
 
 def run_grid(cfg: QafelSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,

@@ -93,10 +93,13 @@ def settings_record(cfg) -> dict:
     return {k: (v.spec if isinstance(v, Quantizer) else v) for k, v in asdict(cfg).items()}
 
 
-def same_settings(recorded: dict, algorithm: str, ignore=(), **values) -> bool:
+def same_settings(recorded: dict | None, algorithm: str, ignore=(), **values) -> bool:
     """Whether the settings a saved run recorded are those ``algorithm`` gets from ``values`` now (``ignore``: keys
-    left out of the comparison). A setting the record lacks was added to the algorithm after the run was saved: it
-    counts as its default, so that older results stay reusable exactly where they are still the same runs."""
+    left out of the comparison; no record: False). A setting the record lacks was added to the algorithm after the
+    run was saved: it counts as its default, so that older results stay reusable exactly where they are still the
+    same runs."""
+    if recorded is None:
+        return False
     algo = get_algorithm(algorithm)
     want = settings_record(algo.make_settings(**values))
     default = settings_record(algo.make_settings())
