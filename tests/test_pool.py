@@ -71,6 +71,20 @@ def test_cap_budget_and_learner_calls_on_fedast_delays():
     assert not free.dropped and max(b for _, b in free.busy_clients) > 150
 
 
+def test_the_first_requests_meet_the_cap_task_by_task_unless_cap_first_is_off():
+    """Six tasks of R = 96 under a cap of 300: sent task by task, the last tasks' first requests are dropped (the
+    paper's Fig. 5 with six tasks); as the authors' code sends them (cap_first=False), every task starts full."""
+    profile = three_speed(1000, base=ShiftedExponential(shift=0.5, mean=1.0), seed=0,
+                          costs=[FEDAST_MODEL_COSTS["mnist"]] * 6)
+    tasks = [PoolTask(96, 3) for _ in range(6)]
+    capped = simulate_pool_schedule(profile, tasks, t_end=1e-9, cap=300, seed=0)
+    per_task = np.bincount([m for m, _ in capped.dropped], minlength=6)
+    assert per_task[:3].sum() == 0 and per_task[4] > 40 and per_task[5] > 40
+    assert not simulate_pool_schedule(profile, tasks, t_end=1e-9, cap=300, seed=0, cap_first=False).dropped
+    later = simulate_pool_schedule(profile, tasks, t_end=20, cap=300, seed=0, cap_first=False)
+    assert later.dropped and min(t for _, t in later.dropped) > 0           # the cap holds after the start
+
+
 def test_a_request_costs_steps_times_one_draw():
     profile = three_speed(30, base=ShiftedExponential(shift=0.5, mean=1.0), seed=0, costs=[0.2])
     out = simulate_pool_schedule(profile, [PoolTask(5, 1, steps=27)], t_end=50, seed=0)

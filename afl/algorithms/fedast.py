@@ -228,11 +228,12 @@ def allocate_chunks(total: int, weights, chunk: int = CHUNK, active=None) -> lis
 
 
 def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None, seed=0,
-               max_new: int = 2, realloc: Realloc | None = None) -> dict:
+               max_new: int = 2, realloc: Realloc | None = None, cap_first: bool = True) -> dict:
     """Train ``tasks`` (:class:`FedASTTask`), task m on federation ``feds[m]``, over ``profile``'s clients (one
     cost per task) until ``total_time`` or until every task reached its target; option D with ``realloc``.
     Returns ``{"tasks": [per-task history dict with "model", "name"], "schedule", "reallocations"}``
-    (``reallocations``: (time, per-task variance estimate) of each Realloc)."""
+    (``reallocations``: (time, per-task variance estimate) of each Realloc). ``cap_first=False``: the first
+    requests ignore the cap, as the authors' code sends them (:func:`~afl.sim.simulate_pool_schedule`)."""
     feds, tasks = list(feds), list(tasks)
     check(len(feds) == len(tasks) >= 1, "feds", f"{len(feds)} federations", f"one per task ({len(tasks)})")
     for m, fed in enumerate(feds):
@@ -240,7 +241,7 @@ def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: 
     check_int("max_new", max_new, 1)
     server = FedASTServer(feds, tasks, total_time, eval_every, realloc)
     schedule = simulate_pool_schedule(profile, [t.pool_task() for t in tasks], total_time, cap=cap, seed=seed,
-                                      max_new=max_new, learner=server)
+                                      max_new=max_new, learner=server, cap_first=cap_first)
     for fed in feds:
         fed.queue.cancel_jobs()                          # requests still out when the time ran out
     server.finish()

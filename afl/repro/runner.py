@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable
 
@@ -110,9 +110,10 @@ def same_settings(recorded: dict | None, algorithm: str, ignore=(), **values) ->
 
 def reusable_runs(path, grid: Grid) -> list[dict]:
     """The runs of another experiment's JSON that ``grid`` would compute exactly so: same setting apart from
-    the selection fields, and each still current."""
+    the selection fields (a field added since it was saved counts as its default), and each still current."""
     other = json.loads(Path(path).read_text())
-    if setting_key(other["config"], grid.selection) != grid.setting_key:
+    config = {f.name: f.default for f in fields(grid.cfg) if f.default is not MISSING} | other["config"]
+    if setting_key(config, grid.selection) != grid.setting_key:
         return []
     return [r for r in other["runs"] if grid.current(r)]
 

@@ -9,8 +9,10 @@ duration being ``steps`` times one draw of the client's step time for that task 
 steps once ``buffer`` (b_m) updates are in, and then sends up to ``max_new`` (the code's 2) new requests to bring
 the task back to R_m, never above the total budget ``sum_m R_m``. **Availability**: with ``cap`` set, at most
 ``cap`` distinct clients hold requests at once; a request drawn for a client outside them while ``cap`` are busy
-is dropped (the deficit is made up at the task's next arrivals, two at most each). Unlike the code, the cap is
-applied to the first requests too.
+is dropped (the deficit is made up at the task's next arrivals, two at most each). By default the cap also
+holds for the first requests, which are sent task by task, so that with more requests than the cap the last
+tasks start short (6 tasks of R = 96 under a cap of 300: the last two start with 37 each); ``cap_first=False``
+sends the first requests regardless of the cap, as the authors' code does.
 
 FedAST's delays (App. C.6): ``three_speed(n, base=ShiftedExponential(shift=0.5, mean=1.0),
 costs=[FEDAST_MODEL_COSTS[...]])`` gives a job ``27 x (Exp(mean e s) + e s / 2)`` for a task of cost e on a client
@@ -120,7 +122,7 @@ class PoolSchedule:
 
 
 def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int | None = None, seed=0,
-                           max_new: int = 2, learner=None) -> PoolSchedule:
+                           max_new: int = 2, learner=None, cap_first: bool = True) -> PoolSchedule:
     """Simulate ``tasks`` (:class:`PoolTask`, one per model of ``profile``'s costs) sharing ``profile``'s clients
     until ``t_end`` or until every task has finished. ``learner`` (optional) is told ``on_request(task, client,
     t)`` when a request is sent (train from the task's current model), ``on_update(task, client, t)`` when it
@@ -151,9 +153,9 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
     if learner is not None and hasattr(learner, "bind"):
         learner.bind(control)
 
-    def send(m: int, t: float) -> None:
+    def send(m: int, t: float, capped: bool = True) -> None:
         c = int(rng.integers(n))
-        if cap is not None and held[c] == 0 and int(np.count_nonzero(held)) >= cap:
+        if capped and cap is not None and held[c] == 0 and int(np.count_nonzero(held)) >= cap:
             out.dropped.append((m, t))
             return
         start, end = fcfs.submit(c, t, profile.request_time(rng, c, tasks[m].steps, model=m, per_step=False))
@@ -165,10 +167,10 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
         if learner is not None:
             learner.on_request(m, c, t)
 
-    def top_up(m: int, t: float, most: int | None = None) -> None:
+    def top_up(m: int, t: float, most: int | None = None, capped: bool = True) -> None:
         free = min(control.requests[m] - active[m], control.budget - sum(active))
         for _ in range(free if most is None else min(free, most)):
-            send(m, t)
+            send(m, t, capped)
 
     def settle(t: float) -> None:
         """Cancel finished tasks' requests; record a changed allocation."""
@@ -189,7 +191,7 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
             out.allocations.append((t, tuple(control.requests)))
 
     for m in range(len(tasks)):
-        top_up(m, 0.0)
+        top_up(m, 0.0, capped=cap_first)
     while not all(control.finished) and clock.peek() is not None and clock.peek().time <= t_end:
         e = clock.pop()
         m, c, t = e["task"], e["client"], e.time
