@@ -11,7 +11,7 @@ the task back to R_m, never above the total budget ``sum_m R_m``. **Availability
 ``cap`` distinct clients hold requests at once; a request drawn for a client outside them while ``cap`` are busy
 is dropped (the deficit is made up at the task's next arrivals, two at most each). By default the cap also
 holds for the first requests, which are sent task by task, so that with more requests than the cap the last
-tasks start short (6 tasks of R = 96 under a cap of 300: the last two start with 37 each); ``cap_first=False``
+tasks start short (6 tasks of R = 96 under a cap of 300: the last two start with about 37); ``cap_first=False``
 sends the first requests regardless of the cap, as the authors' code does.
 
 FedAST's delays (App. C.6): ``three_speed(n, base=ShiftedExponential(shift=0.5, mean=1.0),
