@@ -60,6 +60,16 @@ def test_gain_is_against_the_best_sync_allocation():
     assert row["gain_vs_sync"]["fedast"] == pytest.approx((100 - 70) / 100)
     assert row["fedast-static"]["time_to_all_targets"]["reached"] == "1/2"   # a missed target is not averaged in
     assert row["fedast"]["per_task"]["mnist"]["mean"] == 10.0
+    assert row["gain_vs_static"] == {"fedast": pytest.approx((90 - 70) / 90)}   # App. D.6: dynamic over static
+
+
+def test_a_grid_without_sync_st_compares_dynamic_with_static_only():
+    runs = [run("fedast", 0, 60.0), run("fedast-code", 0, 66.0), run("fedast-static", 0, 80.0)]
+    result = {"experiment": "fedast-d6", "command": "afl repro fedast-d6", "machine": "m", "execution": "e",
+              "quick": False, "config": {"target_offset": 0.0, "eval_every": 5.0}, "rows": fr.summarize(runs)}
+    text = fr.markdown(result)
+    assert "Sync-ST" not in text
+    assert "| FedAST (dynamic, Realloc as in the code) | 66 ± 0 (1/1) | 10 ± 0 (1/1) | – | 17.5 % |" in text
 
 
 TINY = dict(clients=12, samples=20, steps=2, total_time=40.0, eval_every=10.0, seeds=2)

@@ -1,5 +1,6 @@
 """QAFeL reproduction pipeline: the rows' message sizes (the paper's, to the byte), uploads to target, the
 stop at the target, the JSON/markdown/figure and resuming, on a tiny synthetic federation."""
+import dataclasses
 import json
 import math
 
@@ -129,3 +130,16 @@ def test_run_experiment_writes_and_resumes(tmp_path, monkeypatch):
         name="qafel-table1").setting_key}) + "\n")
     again = json.loads(qr.run_experiment("qafel-table1", **kw)[0].read_text())
     assert again["resumed_runs"] == 1 and again["rows"] == result["rows"]
+
+
+def test_a_reduced_paper_setting_says_what_was_reduced():
+    cfg = json.loads(json.dumps(dataclasses.asdict(qr.setting("qafel-table1", quick=False, users=2500, target=0.8,
+                                                              max_uploads=6000, seeds=1, methods=("fedbuff",)))))
+    assert qr.reduced_fields("qafel-table1", cfg) == {"target": 0.8, "max_uploads": 6000}
+    result = {"experiment": "qafel-table1", "command": "c", "machine": "m", "execution": "e", "quick": False,
+              "dataset": "cifar10-jpeg vehicles vs animals",
+              "config": cfg, "runs": [], "rows": {}}
+    assert "Reduced from the paper setting: target = 0.8, max_uploads = 6000." in qr.report(result)
+    paper = json.loads(json.dumps(dataclasses.asdict(qr.setting("qafel-table1", quick=False))))
+    assert qr.reduced_fields("qafel-table1", paper) == {} and "Reduced" not in qr.report(
+        result | {"config": paper})

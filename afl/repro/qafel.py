@@ -24,9 +24,10 @@ than 32 images repeat some of them within the step.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import partial as partial_fn
 from pathlib import Path
 
@@ -40,7 +41,7 @@ from ..data import Dataset, load_dataset, partition as make_partition
 from ..errors import check, check_choice, check_int, check_real
 from ..fleet import Outcome, run_fleet
 from ..models import build_model
-from ..plots import band_label, style
+from ..plots import style
 from ..runtime import resolve_device
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
@@ -395,11 +396,13 @@ def plot_result(result: dict, fig) -> None:
     runs, rows, cfg = result["runs"], result["rows"], result["config"]
     ax_curve, ax_up, ax_mb = fig.subplots(1, 3, gridspec_kw=dict(width_ratios=[1.3, 1, 1]))
     shown = set()
+    markers = dict(zip(dict.fromkeys(r["concurrency"] for r in runs), "os^Dv"))   # one marker per concurrency
     for r in runs:
         st = style(r["method"])
         name = label(r["method"]) + ("" if r["concurrency"] is None else f", concurrency {r['concurrency']}")
         ax_curve.plot(np.asarray(r["curve"]["uploads"]) / 1000, 100 * np.asarray(r["curve"]["accuracy"]),
-                      color=st["color"], linestyle=st["linestyle"], label=None if name in shown else name, lw=1.2)
+                      color=st["color"], linestyle=st["linestyle"], label=None if name in shown else name, lw=1.2,
+                      marker=None if r["concurrency"] is None else markers[r["concurrency"]], markersize=3)
         shown.add(name)
     ax_curve.axhline(100 * cfg["target"], color="black", linestyle=":", lw=1)
     ax_curve.set(xlabel="uploads (thousands)", ylabel="validation accuracy (%)",
@@ -415,8 +418,8 @@ def plot_result(result: dict, fig) -> None:
         if rows[k]["reached"] < rows[k]["seeds"]:
             ax_up.text(i, up[i], f"{rows[k]['reached']}/{rows[k]['seeds']}", ha="center", va="bottom", fontsize=7)
     seeds = max(r["seeds"] for r in rows.values())
-    ax_up.set(ylabel="uploads to target (thousands)", title=f"uploads to target ({band_label(seeds)}; "
-              "k/n: seeds that reached it)" if seeds > 1 else "uploads to target (one seed)")
+    ax_up.set(ylabel="uploads to target (thousands)", title=f"uploads to target\n(mean ± std over the seeds that reached it; "
+              f"k/{seeds}: how many did)" if seeds > 1 else "uploads to target (one seed)")
     w = 0.4
     ax_mb.bar(x - w / 2, [rows[k]["mb_uploaded"] or 0 for k in keys], w, color=colors, label="uploaded")
     ax_mb.bar(x + w / 2, [rows[k]["mb_broadcast"] or 0 for k in keys], w, color=colors, hatch="//",
@@ -465,6 +468,13 @@ def figure(result: dict):
     return fig
 
 
+def reduced_fields(experiment: str, cfg: dict) -> dict:
+    """The fields of a saved setting ``cfg`` (beyond the seeds and rows run) that differ from ``experiment``'s
+    paper setting."""
+    paper = json.loads(json.dumps(asdict(EXPERIMENTS[experiment][0])))
+    return {k: v for k, v in cfg.items() if k in paper and k not in ("seeds", "methods") and paper[k] != v}
+
+
 def report(result: dict, per_run: bool = True) -> str:
     """The markdown of a QAFeL result: command, machine, dataset, the table beside the paper's, and per run."""
     cfg, runs = result["config"], result["runs"]
@@ -472,6 +482,8 @@ def report(result: dict, per_run: bool = True) -> str:
              "CelebA's and only a reference)" if cfg["dataset"] != "celeba" else "") + "."]
     if result["quick"]:
         notes.append("QUICK setting: not comparable with the paper's numbers.")
+    elif changed := reduced_fields(result["experiment"], cfg):
+        notes.append("Reduced from the paper setting: " + ", ".join(f"{k} = {v}" for k, v in changed.items()) + ".")
     notes.append(f"Target: {100 * cfg['target']:.0f} % validation accuracy ({cfg['validation'] or 'all'} test "
                  f"images) within {cfg['max_uploads']:,} uploads, checked every {cfg['eval_every']} uploads.")
     lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
@@ -502,4 +514,4 @@ __all__ = ["PAPER_BYTES", "qafel_shapes", "message_bytes", "relative_errors", "P
            "probe_markdown", "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_KB", "TABLE1_METHODS", "TABLE2_METHODS",
            "FIG3_METHODS", "QafelSetting", "EXPERIMENTS", "setting", "load_task", "user_parts", "compute_run",
            "run_key", "same_run", "run_grid", "grid", "table", "table_markdown", "plot_result", "run_experiment",
-           "write_result", "report"]
+           "write_result", "reduced_fields", "report"]
