@@ -12,6 +12,7 @@ from afl.compress import make_quantizer
 from afl.data import make_synthetic
 from afl.errors import ParameterError
 from afl.repro import qafel as qr
+from afl.repro.runner import reduced_fields
 
 TINY = dict(users=24, max_size=8, validation=None, max_uploads=120, eval_every=20, seeds=1, lr=0.05,
             server_lr=1.0, batch=8)
@@ -135,11 +136,12 @@ def test_run_experiment_writes_and_resumes(tmp_path, monkeypatch):
 def test_a_reduced_paper_setting_says_what_was_reduced():
     cfg = json.loads(json.dumps(dataclasses.asdict(qr.setting("qafel-table1", quick=False, users=2500, target=0.8,
                                                               max_uploads=6000, seeds=1, methods=("fedbuff",)))))
-    assert qr.reduced_fields("qafel-table1", cfg) == {"target": 0.8, "max_uploads": 6000}
+    table1, selection = qr.EXPERIMENTS["qafel-table1"][0], ("seeds", "methods")
+    assert reduced_fields(table1, cfg, selection) == {"target": 0.8, "max_uploads": 6000}
     result = {"experiment": "qafel-table1", "command": "c", "machine": "m", "execution": "e", "quick": False,
               "dataset": "cifar10-jpeg vehicles vs animals",
               "config": cfg, "runs": [], "rows": {}}
     assert "Reduced from the paper setting: target = 0.8, max_uploads = 6000." in qr.report(result)
     paper = json.loads(json.dumps(dataclasses.asdict(qr.setting("qafel-table1", quick=False))))
-    assert qr.reduced_fields("qafel-table1", paper) == {} and "Reduced" not in qr.report(
+    assert reduced_fields(table1, paper, selection) == {} and "Reduced" not in qr.report(
         result | {"config": paper})

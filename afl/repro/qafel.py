@@ -24,10 +24,9 @@ than 32 images repeat some of them within the step.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import partial as partial_fn
 from pathlib import Path
 
@@ -45,7 +44,8 @@ from ..plots import style
 from ..runtime import resolve_device
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
-from .runner import Grid, base_setting, execute, run_tasks, same_settings, settings_record, write_files
+from .runner import (Grid, base_setting, execute, reduced_fields, run_tasks, same_settings, settings_record,
+                     write_files)
 
 #: QAFeL Table 1's message sizes in bytes (paper numbers, shown only as labelled references)
 PAPER_BYTES = {"identity": 117128, "scalar:8": 29924, "scalar:4": 15380, "scalar:2": 8108}
@@ -468,13 +468,6 @@ def figure(result: dict):
     return fig
 
 
-def reduced_fields(experiment: str, cfg: dict) -> dict:
-    """The fields of a saved setting ``cfg`` (beyond the seeds and rows run) that differ from ``experiment``'s
-    paper setting."""
-    paper = json.loads(json.dumps(asdict(EXPERIMENTS[experiment][0])))
-    return {k: v for k, v in cfg.items() if k in paper and k not in ("seeds", "methods") and paper[k] != v}
-
-
 def report(result: dict, per_run: bool = True) -> str:
     """The markdown of a QAFeL result: command, machine, dataset, the table beside the paper's, and per run."""
     cfg, runs = result["config"], result["runs"]
@@ -482,7 +475,7 @@ def report(result: dict, per_run: bool = True) -> str:
              "CelebA's and only a reference)" if cfg["dataset"] != "celeba" else "") + "."]
     if result["quick"]:
         notes.append("QUICK setting: not comparable with the paper's numbers.")
-    elif changed := reduced_fields(result["experiment"], cfg):
+    elif changed := reduced_fields(EXPERIMENTS[result["experiment"]][0], cfg, ("seeds", "methods")):
         notes.append("Reduced from the paper setting: " + ", ".join(f"{k} = {v}" for k, v in changed.items()) + ".")
     notes.append(f"Target: {100 * cfg['target']:.0f} % validation accuracy ({cfg['validation'] or 'all'} test "
                  f"images) within {cfg['max_uploads']:,} uploads, checked every {cfg['eval_every']} uploads.")
@@ -514,4 +507,4 @@ __all__ = ["PAPER_BYTES", "qafel_shapes", "message_bytes", "relative_errors", "P
            "probe_markdown", "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_KB", "TABLE1_METHODS", "TABLE2_METHODS",
            "FIG3_METHODS", "QafelSetting", "EXPERIMENTS", "setting", "load_task", "user_parts", "compute_run",
            "run_key", "same_run", "run_grid", "grid", "table", "table_markdown", "plot_result", "run_experiment",
-           "write_result", "reduced_fields", "report"]
+           "write_result", "report"]

@@ -192,7 +192,7 @@ def machine(device: str) -> str:
 
 
 __all__ = ["Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs", "Execution", "execute",
-           "machine"]
+           "machine", "reduced_fields"]
 
 
 def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):
@@ -204,6 +204,13 @@ def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | No
     for field in overrides:
         check_choice("setting field", field, [f.name for f in fields(cls)])
     return experiments[experiment][1 if quick else 0]
+
+
+def reduced_fields(paper, saved: dict, selection=("seeds",)) -> dict:
+    """The fields of a saved setting ``saved`` (a JSON record) that differ from the ``paper`` setting (a
+    dataclass), beyond the ``selection`` fields that only choose which runs are made."""
+    reference = json.loads(json.dumps(asdict(paper)))
+    return {k: v for k, v in saved.items() if k in reference and k not in selection and reference[k] != v}
 
 
 def write_files(result: dict, out, report: Callable[[dict], str], figure: Callable[[dict], object],
