@@ -4,7 +4,8 @@ The reference trains one client after another: ``copy.deepcopy`` of the model, a
 client's ``Subset`` of a dataset that yields PIL images through torchvision's usual transforms
 (ToTensor + Normalize; RandomCrop + flip for CIFAR), ``torch.optim.SGD``. The engine runs the same
 clients, steps and batch size through :class:`afl.jobs.JobQueue` (mini-batch sampling included).
-FLOPs come from ``torch.utils.flop_counter``; the peak is an fp32 matmul measured in the same run.
+FLOPs come from ``torch.utils.flop_counter``; the peak is a matmul in the engine's precision, measured in the
+same run.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 
 from .data import load_dataset
-from .engine import LocalSGD, sgd_step_flops
+from .engine import PRECISIONS, LocalSGD, sgd_step_flops
 from .errors import check_choice, check_int
 from .jobs import JobQueue
 from .models import build_model
@@ -28,10 +29,11 @@ SETTINGS = {"mlp32": ("mnist", 128), "mlp200": ("mnist", 128), "cnn-cifar": ("ci
             "resnet20": ("cifar10-jpeg", 64)}
 
 
-def matmul_peak_gflops(device: torch.device, n: int = 2048, seconds: float = 1.0) -> float:
-    """Measured fp32 matmul rate (best of repeated n×n products) in GFLOP/s."""
-    a = torch.randn(n, n, device=device)
-    b = torch.randn(n, n, device=device)
+def matmul_peak_gflops(device: torch.device, n: int = 2048, seconds: float = 1.0,
+                       dtype: torch.dtype = torch.float32) -> float:
+    """Measured matmul rate (best of repeated n×n products in ``dtype``) in GFLOP/s."""
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
     best, t_end = float("inf"), time.perf_counter() + seconds
     a @ b
     while time.perf_counter() < t_end or best == float("inf"):
@@ -105,9 +107,9 @@ def reference_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: 
 
 
 def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int, lr: float,
-                       repeats: int = 3, strategy: str = "auto") -> tuple[float, str]:
-    """Client-steps per second of the engine (best of ``repeats`` runs after a warm-up), and its strategy."""
-    engine = LocalSGD(module, dataset, batch, strategy=strategy)
+                       repeats: int = 3, strategy: str = "auto", precision: str = "fp32") -> tuple[float, LocalSGD]:
+    """Client-steps per second of the engine (best of ``repeats`` runs after a warm-up), and the engine."""
+    engine = LocalSGD(module, dataset, batch, strategy=strategy, precision=precision)
     start = engine.model.flatten().to(engine.device)
     queue = JobQueue(engine, ClientStreams(parts, batch, seed=0))
     best = float("inf")
@@ -119,19 +121,21 @@ def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int
         _sync(engine.device)
         if r:   # the first run warms up allocators and kernels
             best = min(best, time.perf_counter() - t0)
-    return len(parts) * steps / best, engine.strategy.name
+    return len(parts) * steps / best, engine
 
 
 def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, device: str = "cpu",
                     root: str | None = None, reference: bool = True, lr: float = 0.05,
-                    strategy: str = "auto") -> list[dict]:
-    """One result dict per model (see module docstring for what is measured); ``strategy`` as in
-    :class:`afl.engine.LocalSGD` (``"auto"``: the engine's choice for the device and model)."""
+                    strategy: str = "auto", precision: str = "fp32") -> list[dict]:
+    """One result dict per model (see module docstring for what is measured); ``strategy`` and ``precision`` as in
+    :class:`afl.engine.LocalSGD` (``"auto"``: the engine's choice for the device and model). With
+    ``precision="bf16"`` the peak is the bfloat16 matmul's."""
     dev = resolve_device(device)
     clients, steps = check_int("clients", clients, 1), check_int("steps", steps, 1)
     for name in models:
         check_choice("model", name, SETTINGS)
-    peak = matmul_peak_gflops(dev)
+    check_choice("precision", precision, PRECISIONS)
+    peak = matmul_peak_gflops(dev, dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
     rows = []
     for name in models:
         data_name, batch = SETTINGS[name]
@@ -143,10 +147,13 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
         order = rng.permutation(len(dataset.train_y))
         parts = [torch.from_numpy(order[c * per_client:(c + 1) * per_client]) for c in range(clients)]
         flops = sgd_step_flops(copy.deepcopy(module), dataset.inputs(dataset.train_x[:1].cpu())[0], batch)
-        eng, used = engine_steps_per_s(module, dataset, parts, steps, batch, lr, strategy=strategy)
+        eng, engine = engine_steps_per_s(module, dataset, parts, steps, batch, lr, strategy=strategy,
+                                         precision=precision)
         ref = reference_steps_per_s(module, dataset, parts[:min(clients, 20)], steps, batch, lr) if reference else None
         rows.append({
-            "model": name, "dataset": data_name, "device": str(dev), "strategy": used,
+            "model": name, "dataset": data_name, "device": str(dev), "strategy": engine.strategy.name,
+            "precision": precision, "chunk": engine.chunk, "memory_basis": engine.memory_basis,
+            "bytes_per_client": engine.bytes_per_client,
             "threads": torch.get_num_threads(),
             "clients": clients, "steps": steps, "batch": batch,
             "reference_steps_per_s": ref, "engine_steps_per_s": eng,

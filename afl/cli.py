@@ -70,7 +70,8 @@ def _bench(args) -> None:
     rows = []
     for clients in args.clients:
         rows += bench_local_sgd(args.models, clients=clients, steps=args.steps, device=args.device,
-                                root=args.root, reference=not args.no_reference, strategy=args.strategy)
+                                root=args.root, reference=not args.no_reference, strategy=args.strategy,
+                                precision=args.precision)
     if args.json:
         for row in rows:
             print(json.dumps(row))
@@ -78,7 +79,8 @@ def _bench(args) -> None:
     for r in rows:
         ref = f"{r['reference_steps_per_s']:.0f}" if r["reference_steps_per_s"] else "-"
         spd = f"{r['speedup']:.0f}x" if r["speedup"] else "-"
-        print(f"{r['model']:<10} {r['device']:<5} {r['strategy']:<5} C={r['clients']:<5} reference {ref:>6} steps/s  "
+        print(f"{r['model']:<10} {r['device']:<5} {r['strategy']:<5} {r['precision']} C={r['clients']:<5} "
+              f"reference {ref:>6} steps/s  "
               f"engine {r['engine_steps_per_s']:>8.0f} steps/s  speedup {spd:>6}  "
               f"{r['engine_gflops']:.1f} GFLOP/s = {100 * r['fraction_of_peak']:.0f}% of "
               f"{r['peak_gflops']:.0f} peak")
@@ -173,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--steps", type=int, default=20, help="local steps per client (default: 20)")
     b.add_argument("--device", default="cpu", help="cpu, cuda or cuda:<index> (default: cpu)")
     b.add_argument("--strategy", default="auto", help="engine strategy: auto, vmap, loop or mlp (default: auto)")
+    b.add_argument("--precision", default="fp32", help="engine precision: fp32, or bf16 mixed precision (autocast; "
+                                                       "parameters and updates in float32); default: fp32")
     b.add_argument("--root", default=None, help="data root (default: the search path)")
     b.add_argument("--no-reference", action="store_true", help="skip the slow per-client reference loop")
     b.add_argument("--json", action="store_true", help="one JSON object per line")

@@ -13,18 +13,26 @@ hand-written ``mlp``, chosen per device and model) computes every client's gradi
 Clients are sorted by their number of steps so that the active ones always form a prefix: a client that
 has finished costs nothing. The result equals a per-client loop with ``torch.optim.SGD`` to float
 tolerance (``tests/test_engine.py`` keeps that loop as the oracle).
+
+``precision="bf16"`` (opt-in; reproductions default to ``"fp32"``) computes the clients' forward and backward
+passes under bfloat16 autocast, images in channels-last layout, while parameters, gradients as applied, the
+update and the server's evaluation stay in float32 (mixed precision, Micikevicius et al. 2018).
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, Protocol
 
 import torch
 from torch import Tensor, nn
 
 from .data.augment import augment_noise
-from .errors import ParameterError, check, check_int
+from .errors import ParameterError, check, check_choice, check_int
 from .runtime import tune_cpu_allocator
 from .strategies import Strategy, cross_entropy_sum, make_strategy
+
+#: how the clients' forward and backward passes compute (see the module docstring)
+PRECISIONS = ("fp32", "bf16")
 
 
 class Correction(Protocol):
@@ -101,21 +109,30 @@ class LocalSGD:
 
     ``dataset`` needs ``train_x``, ``train_y``, ``inputs(x)`` (normalised inputs in the model's dtype) and
     ``augment`` (``None``, ``"flip"`` or ``"crop_flip"``). ``max_bytes`` bounds the memory of one chunk of
-    clients (parameters, gradients and activations); larger sets of clients are run chunk by chunk.
+    clients (parameters, gradients and activations; default 2 GiB on a CPU, half the free memory on a GPU); larger
+    sets of clients are run chunk by chunk. A chunk's memory is measured on a GPU (one step of 2 and of 4 clients)
+    and estimated from the activations on a CPU (``self.memory_basis``, ``self.bytes_per_client``).
     ``strategy``: how a step is computed (:data:`afl.strategies.STRATEGIES`; ``"auto"`` picks per device and
-    model, :func:`afl.strategies.choose_strategy`); ``self.strategy`` says which one runs.
+    model, :func:`afl.strategies.choose_strategy`); ``self.strategy`` says which one runs. ``precision``: one of
+    :data:`PRECISIONS` (``"bf16"``: mixed precision for a float32 model, see the module docstring).
     """
 
     def __init__(self, module: nn.Module, dataset, batch_size: int, *, max_bytes: int | None = None,
                  augment: bool = True, loss: Callable[[Tensor, Tensor], Tensor] = cross_entropy_sum,
-                 strategy: str = "auto"):
+                 strategy: str = "auto", precision: str = "fp32"):
         batch_size = check_int("batch_size", batch_size, 1)
+        check_choice("precision", precision, PRECISIONS)
         device = dataset.train_x.device
         if device.type == "cpu":
             tune_cpu_allocator()
         self.model = FlatModel(module.to(device))
         self.dtype = next(self.model.module.parameters()).dtype
-        self.strategy: Strategy = make_strategy(strategy, self.model.module, self.model.names, loss, device)
+        if precision == "bf16":
+            check(self.dtype == torch.float32, "precision", precision, f"'fp32' for a {self.dtype} model (bf16 is "
+                  "mixed precision for float32 parameters)")
+        self.precision = precision
+        self.strategy: Strategy = make_strategy(strategy, self.model.module, self.model.names, loss, device,
+                                                channels_last=precision == "bf16")
         self.dataset, self.batch_size, self.loss = dataset, batch_size, loss
         self.device = device
         self.augment = augment and getattr(dataset, "augment", None) is not None
@@ -125,14 +142,55 @@ class LocalSGD:
             if device.type == "cuda":
                 max_bytes = int(torch.cuda.mem_get_info(device)[0] * 0.5)
         check(max_bytes > 0, "max_bytes", max_bytes, "a positive number of bytes")
-        sample = dataset.inputs(dataset.train_x[:1])[0]
-        per_client = (torch.finfo(self.dtype).bits // 8 * self.model.size * 6
-                      + 3 * batch_size * activation_bytes(module, sample))
-        self.chunk = max(1, int(max_bytes // per_client))
         # Engines with equal signatures are interchangeable: same dataset tensors, model structure, batch size,
-        # augmentation, loss, strategy and dtype (afl.fleet trains their jobs together).
+        # augmentation, loss, strategy, dtype and precision (afl.fleet trains their jobs together).
         self.signature = (id(dataset.train_x), repr(self.model.module), tuple(self.model.shapes), batch_size,
-                          self.augment, loss, self.strategy.name, self.dtype, str(device))
+                          self.augment, loss, self.strategy.name, self.dtype, precision, str(device))
+        # Memory of a chunk of k clients, fixed + k * per_client: measured on a GPU, estimated on a CPU.
+        param_bytes = torch.finfo(self.dtype).bits // 8 * self.model.size
+        if device.type == "cuda":
+            self.memory_basis = "measured"
+            fixed, per_client = self._measured_step_bytes()
+            per_client += 4 * param_bytes          # a hook's flat copies and state (w, d, w0, state), not measured
+        else:
+            self.memory_basis = "estimated"
+            sample = dataset.inputs(dataset.train_x[:1])[0]
+            # 4x a batch's module outputs: a vmap step allocates 3.4x (cnn-cifar) and 3.8x (ResNet-20) of them per
+            # client on a CPU (tools/engine_memory_probe.py)
+            fixed, per_client = 0, 6 * param_bytes + 4 * batch_size * activation_bytes(module, sample)
+        self.bytes_per_client = per_client
+        self.chunk = max(1, int((max_bytes - fixed) // per_client))
+
+    def _measured_step_bytes(self, sizes: tuple[int, int] = (2, 4)) -> tuple[int, int]:
+        """(fixed, per-client) bytes of one local step on a GPU: the CUDA allocator's peak above what it held before,
+        measured for ``sizes`` clients and fitted as fixed + k * per-client. The activation estimate used on a CPU
+        over-counts there (it ran ResNet-20 on an H100 in chunks of 25 clients, most of the memory unused)."""
+        peaks = []
+        for k in sizes:
+            start = self.model.flatten().to(self.device).expand(k, -1).clone()
+            batches = torch.zeros(k, 1, self.batch_size, 2, dtype=torch.long, device=self.device)  # sample 0, bits 0
+            lr = torch.zeros(k, dtype=self.dtype, device=self.device)
+            torch.cuda.synchronize(self.device)
+            before = torch.cuda.memory_allocated(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self._run_sorted(start, batches, [1] * k, lr, None, None, {}, None)
+            torch.cuda.synchronize(self.device)
+            peaks.append(torch.cuda.max_memory_allocated(self.device) - before)
+            del start, batches
+        per_client = max(1, (peaks[1] - peaks[0]) // (sizes[1] - sizes[0]))
+        return max(0, peaks[0] - sizes[0] * per_client), per_client
+
+    def _clients_compute(self):
+        """The context of the clients' forward and backward passes: bfloat16 autocast for ``precision="bf16"``."""
+        if self.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _gradient(self, params: list[Tensor], x: Tensor, y: Tensor) -> list[Tensor]:
+        """The strategy's per-client gradients, in the parameters' dtype."""
+        with self._clients_compute():
+            grads = self.strategy.gradient(params, x, y)
+        return [g if g.dtype == p.dtype else g.to(p.dtype) for g, p in zip(grads, params)]
 
     # -- one chunk ---------------------------------------------------------------------------------
     def _batch(self, idx: Tensor, generator: torch.Generator | None, augment: bool | None = None
@@ -160,7 +218,7 @@ class LocalSGD:
         """
         params = [v.contiguous() for v in self.model.views(w).values()]
         same_lr = float(lr[0]) if len(lr) and bool((lr == lr[0]).all()) else None
-        fused = hook is None and self.strategy.fused_update
+        fused = hook is None and self.strategy.fused_update and self.precision == "fp32"
         k = len(steps)
         for t in range(steps[0] if steps else 0):
             while k and steps[k - 1] <= t:
@@ -170,7 +228,7 @@ class LocalSGD:
             if fused:
                 self.strategy.sgd_step(active, x, y, lr[:k], None if wd is None else wd[:k])
                 continue
-            grads = self.strategy.gradient(active, x, y)
+            grads = self._gradient(active, x, y)
             if wd is not None:
                 for g, p in zip(grads, active):
                     g.addcmul_(p, wd[:k].view(-1, *[1] * (p.dim() - 1)))
@@ -181,7 +239,7 @@ class LocalSGD:
                 if at is not None:
                     reference = [v.contiguous() for v in self.model.views(views[at]).values()]
                     views["gradient_at"] = torch.cat([g.reshape(k, -1) for g in
-                                                      self.strategy.gradient(reference, x, y)], dim=1)
+                                                      self._gradient(reference, x, y)], dim=1)
                 d = hook(t, flat_w, torch.cat([g.reshape(k, -1) for g in grads], dim=1), w[:k], views)
                 grads = list(self.model.views(d).values())
             for g, p in zip(grads, active):
@@ -262,7 +320,7 @@ class LocalSGD:
         out = torch.zeros_like(params)
         for sel, share, views, x, y in self._client_batches(params, parts):
             views = [v.contiguous() for v in views.values()]
-            out[sel] += torch.cat([g.reshape(len(sel), -1) for g in self.strategy.gradient(views, x, y)], 1) * share
+            out[sel] += torch.cat([g.reshape(len(sel), -1) for g in self._gradient(views, x, y)], 1) * share
         return out
 
     @torch.no_grad()
@@ -271,7 +329,8 @@ class LocalSGD:
         without augmentation (a loss-based client score, e.g. Sync-UCB-ST's); chunks as in :meth:`full_gradient`."""
         out = torch.zeros(len(params), dtype=params.dtype, device=params.device)
         for sel, share, views, x, y in self._client_batches(params, parts):
-            logits = self.strategy.forward(views, x)
+            with self._clients_compute():
+                logits = self.strategy.forward(views, x).to(params.dtype)
             loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="none")
             out[sel] += loss.view(len(sel), -1).mean(1) * share[:, 0]
         return out

@@ -43,6 +43,17 @@ def test_bench_reports_every_key(capsys):
     # forward + weight gradients of both layers, input gradient of the second only (the data needs none)
     assert row["flops_per_client_step"] == 2 * 128 * (2 * 784 * 32 + 3 * 32 * 10)
     assert row["speedup"] == pytest.approx(row["engine_steps_per_s"] / row["reference_steps_per_s"])
+    assert row["precision"] == "fp32" and row["memory_basis"] == "estimated" and row["chunk"] >= 1
+
+
+@pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the MNIST mirror")
+def test_bench_runs_the_engine_in_bf16_and_checks_the_precision(capsys):
+    argv = ["bench", "local-sgd", "--models", "mlp32", "--clients", "2", "--steps", "2", "--json", "--no-reference"]
+    assert main(argv + ["--precision", "bf16"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert row["precision"] == "bf16" and row["engine_steps_per_s"] > 0
+    assert main(argv + ["--precision", "fp16"]) == 2
+    assert "precision='fp16'" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the MNIST mirror")
@@ -203,6 +214,19 @@ def test_set_changes_the_setting_and_is_recorded_in_the_command(tiny_experiment,
     assert result["command"] == "afl repro favas-table2 --set total_time=20.0 --set K=2 --set methods=fedavg,favas"
     assert main(result["command"].split()[1:] + ["--out", str(tmp_path / "again")]) == 0      # the same command
     assert json.loads((tmp_path / "again" / "favas-table2.json").read_text())["rows"] == result["rows"]
+
+
+@pytest.mark.parametrize("module, experiment, field, value", [
+    ("favas", "favas-table2", "methods", "favas"), ("ghbm", "ghbm-table2", "splits", "noniid"),
+    ("ghbm", "ghbm-tau", "taus", 10), ("qafel", "qafel-table1", "methods", "fedbuff"),
+    ("fedast", "fedast-fig7", "methods", "fedast-static")])
+def test_one_value_for_a_list_setting_is_a_list_of_one(module, experiment, field, value):
+    """``--set splits=noniid`` means the one split, not its letters (the CLI reads a lone word as a string)."""
+    import importlib
+    from afl.cli import _override
+    name, parsed = _override(f"{field}={value}")
+    cfg = importlib.import_module(f"afl.repro.{module}").setting(experiment, quick=True, **{name: parsed})
+    assert getattr(cfg, field) == (value,)
 
 
 def test_a_changed_method_definition_is_not_reused(tiny_experiment, tmp_path):

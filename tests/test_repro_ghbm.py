@@ -1,5 +1,6 @@
 """GHBM experiments: settings, splits, the result tables and files (on a synthetic stand-in), the quadratic."""
 import json
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import torch
 from afl.data import make_synthetic
 from afl.errors import ParameterError
 from afl.repro import ghbm
+from afl.repro.runner import paper_difference
 
 DATA = make_synthetic(n_train=400, n_test=100, shape=(1, 28, 28), num_classes=10, seed=2)
 TINY = dict(rounds=6, eval_every=2, last=2, clients=10, participation=0.2)
@@ -76,6 +78,19 @@ def test_table_experiment_writes_rows_by_method_and_split(synthetic, tmp_path):
     as_cifar = dict(result, config=dict(result["config"], dataset="cifar10-jpeg"))       # with the paper's column
     text = ghbm.table_markdown(as_cifar)
     assert "| 81.7 / 83.8 |" in text and "| GHBM τ=5 |" in text and "| – |" in text
+
+
+def test_report_names_what_differs_from_the_papers_setting():
+    """Against the paper's setting on the result's dataset (CIFAR-10 for a dataset the paper does not use)."""
+    def note(**kw):
+        cfg = ghbm.setting("ghbm-table2", quick=False, **kw)
+        result = {"experiment": "ghbm-table2", "config": json.loads(json.dumps(asdict(cfg)))}
+        return paper_difference(ghbm.paper_setting(result), result["config"], ghbm.SELECTION)
+    assert note(dataset="shakespeare") == ""                                          # the paper's own scale
+    assert note(dataset="shakespeare", rounds=150, seeds=1) == ("Differs from the paper setting: rounds = 150 "
+                                                                "(paper: 250), seeds = 1 (paper: 5).")
+    assert "dataset = fashion-mnist (paper: cifar10-jpeg), model = mlp200 (paper: cnn-cifar)" in note(
+        dataset="fashion-mnist")
 
 
 def test_tau_experiment_rows_are_keyed_by_tau(synthetic, tmp_path):
@@ -171,3 +186,15 @@ def test_fig1_experiment_rows_by_split_and_tau(synthetic, tmp_path):
     assert "Lemma 4.4" in paths[1].read_text() and paths[2].stat().st_size > 10000
     with pytest.raises(ParameterError, match="methods"):
         ghbm.setting("ghbm-fig1", quick=True, methods=("ghbm",))
+
+
+def test_a_bf16_result_says_so_in_its_report_and_title():
+    from afl.repro.runner import heading, title_tag
+    cfg = json.loads(json.dumps(asdict(ghbm.setting("ghbm-table2", quick=True, precision="bf16"))))
+    result = {"experiment": "ghbm-table2", "command": "c", "machine": "m", "execution": "e", "quick": True,
+              "config": cfg}
+    assert "bfloat16 mixed precision" in "\n".join(heading(result)) and title_tag(result) == " (QUICK setting, bf16)"
+    fp32 = result | {"config": cfg | {"precision": "fp32"}, "quick": False}
+    assert "bfloat16" not in "\n".join(heading(fp32)) and title_tag(fp32) == ""
+    with pytest.raises(ParameterError, match="precision"):
+        ghbm.setting("ghbm-table2", quick=True, precision="fp16")

@@ -141,7 +141,8 @@ def test_a_reduced_paper_setting_says_what_was_reduced():
     result = {"experiment": "qafel-table1", "command": "c", "machine": "m", "execution": "e", "quick": False,
               "dataset": "cifar10-jpeg vehicles vs animals",
               "config": cfg, "runs": [], "rows": {}}
-    assert "Reduced from the paper setting: target = 0.8, max_uploads = 6000." in qr.report(result)
+    assert ("Differs from the paper setting: target = 0.8 (paper: 0.85), max_uploads = 6000 (paper: 150000), seeds = 1 "
+            "(paper: 3).") in qr.report(result)
     paper = json.loads(json.dumps(dataclasses.asdict(qr.setting("qafel-table1", quick=False))))
-    assert reduced_fields(table1, paper, selection) == {} and "Reduced" not in qr.report(
+    assert reduced_fields(table1, paper, selection) == {} and "Differs" not in qr.report(
         result | {"config": paper})

@@ -30,14 +30,15 @@ def make_federation(dataset, model: str, n_clients: int, partition: str = "iid",
                     profile: SpeedProfile | None = None, slow_fraction: float = 1 / 3, seed: int = 0,
                     device="cpu", root=None, partition_kw: dict | None = None,
                     dataset_kw: dict | None = None, model_kw: dict | None = None, dtype: torch.dtype | None = None,
-                    strategy: str = "auto", parts: list | None = None) -> Federation:
+                    strategy: str = "auto", parts: list | None = None, precision: str = "fp32") -> Federation:
     """Clients holding parts of ``dataset`` (a name or a :class:`~afl.data.Dataset`), one model, seeded speeds.
 
     ``profile`` defaults to FAVAS's two speed classes (exponential step times of mean 2 and 8, a fraction
     ``slow_fraction`` of slow clients assigned at random). One ``seed`` fixes partition, initial model, speed
     classes, mini-batch streams and schedule. ``dtype``: train in another float type (tests compare with their
-    oracles in float64); ``strategy``: the engine's (:mod:`afl.strategies`). ``parts``: the clients' sample
-    indices, computed elsewhere (then ``partition`` is not used).
+    oracles in float64); ``strategy`` and ``precision``: the engine's (:mod:`afl.strategies`,
+    :data:`afl.engine.PRECISIONS`). ``parts``: the clients' sample indices, computed elsewhere (then ``partition``
+    is not used).
     """
     data = (load_dataset(dataset, root=root, device=device, **(dataset_kw or {})) if isinstance(dataset, str)
             else dataset.to(device))
@@ -49,7 +50,7 @@ def make_federation(dataset, model: str, n_clients: int, partition: str = "iid",
     module = build_model(model, num_classes=data.num_classes, seed=seed, **(model_kw or {}))
     if dtype is not None:
         module = module.to(dtype)
-    engine = LocalSGD(module, data, batch_size, strategy=strategy)
+    engine = LocalSGD(module, data, batch_size, strategy=strategy, precision=precision)
     queue = JobQueue(engine, ClientStreams(parts, batch_size, seed=seed, noise=engine.augment), seed=seed)
     profile = profile or two_speed(n_clients, slow_fraction=slow_fraction, seed=seed)
     return Federation(queue, profile, engine.model.flatten().to(engine.device), seed=seed)

@@ -30,12 +30,14 @@ import numpy as np
 
 from ..algorithms import make_federation, run_algorithm
 from ..data import load_dataset
+from ..engine import PRECISIONS
 from ..errors import check_choice, check_int, check_real
 from ..fleet import Outcome
 from ..plots import style
 from ..results import PartialRuns
 from ..runtime import resolve_device
-from .runner import Grid, base_setting, compute, execute, run_tasks, same_settings, settings_record, write_files
+from .runner import (Grid, base_setting, compute, execute, heading, paper_difference, run_tasks, same_settings,
+                     settings_record, title_tag, with_overrides, write_files)
 
 #: Table 2's columns: partition scheme and fraction of slow clients.
 SPLITS = {
@@ -76,8 +78,10 @@ class FavasSetting:
     methods: tuple = ("fedavg", "quafl", "quafl-lattice14", "fedbuff", "fedbuff-quafl-code", "favas",
                       "favas-normalized")
     splits: tuple = tuple(SPLITS)
+    precision: str = "fp32"          # the engine's (afl.engine.PRECISIONS); "bf16" is opt-in mixed precision
 
     def __post_init__(self):
+        check_choice("precision", self.precision, PRECISIONS)
         n = check_int("n", self.n, 1)
         check_int("s", self.s, 1, n, hint="at most n")
         check_int("Z", self.Z, 1, n, hint="at most n")
@@ -177,7 +181,7 @@ EXPERIMENTS = {
 
 def setting(experiment: str, quick: bool | None = None, **overrides) -> FavasSetting:
     """The paper or quick setting of ``experiment`` (quick by default when ``AFL_QUICK=1``), with overrides."""
-    return replace(base_setting(EXPERIMENTS, FavasSetting, experiment, quick, overrides), **overrides)
+    return with_overrides(base_setting(EXPERIMENTS, FavasSetting, experiment, quick, overrides), overrides)
 
 
 def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, dataset=None, device="cpu",
@@ -189,7 +193,8 @@ def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, datase
                                                             normalize=cfg.normalize)
     sp = SPLITS[split]
     fed = make_federation(data, cfg.model, cfg.n, sp["partition"], batch_size=cfg.batch,
-                          slow_fraction=sp["slow_fraction"], seed=seed, device=device)
+                          slow_fraction=sp["slow_fraction"], seed=seed, device=device,
+                          precision=cfg.precision)
     algorithm = METHODS[method].algorithm
     extra = {"track_variance": True} if track_variance and algorithm in ("favas", "quafl") else {}
     out = run_algorithm(algorithm, fed, total_time=cfg.total_time, eval_every=cfg.eval_every,
@@ -352,7 +357,7 @@ def figure(result: dict):
     from matplotlib.figure import Figure
 
     experiment, cfg, runs = result["experiment"], result["config"], result["runs"]
-    title = (f"{experiment}{' (QUICK setting)' if result['quick'] else ''}: {cfg['dataset']}, n = {cfg['n']}, "
+    title = (f"{experiment}{title_tag(result)}: {cfg['dataset']}, n = {cfg['n']}, "
              f"{cfg['seeds']} seed" + "s" * (cfg["seeds"] > 1))
     if experiment == "favas-table2":
         fig = Figure(figsize=(12, 4.5))
@@ -377,17 +382,18 @@ def report(result: dict, per_run: bool = True) -> str:
     notes = []
     if result["quick"]:
         notes.append("QUICK setting: not comparable with the paper's numbers.")
+    elif difference := paper_difference(EXPERIMENTS[result["experiment"]][0], cfg, SELECTION):
+        notes.append(difference)
     for key, how in (("resumed_runs", "read back from the partial file of an interrupted invocation"),
                      ("reused_runs", "taken from the results named by `--reuse` (the same runs)")):
         if result.get(key):
             notes.append(f"{result[key]} of the {len(runs)} runs were {how}; computed again, they agree to float "
                          "rounding (a fleet batches them with other runs, another CPU rounds differently), which "
                          "chaotic non-IID runs amplify.")
-    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
-             f"Machine: {result['machine']}" + (f"; {result['execution']}" if "execution" in result else ""),
-             "", f"Seeds: {cfg['seeds']}. Final test accuracy (%) at simulated time {cfg['total_time']:g}"
-             + (", mean ± std over seeds." if cfg["seeds"] > 1 else ".") + "".join(" " + n for n in notes), "",
-             table2_markdown(result["rows"], with_paper=result["paper"] is not None)]
+    lines = heading(result) + [
+        f"Seeds: {cfg['seeds']}. Final test accuracy (%) at simulated time {cfg['total_time']:g}"
+        + (", mean ± std over seeds." if cfg["seeds"] > 1 else ".") + "".join(" " + n for n in notes), "",
+        table2_markdown(result["rows"], with_paper=result["paper"] is not None)]
     if not per_run:
         return "\n".join(lines)
     lines += ["", "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",

@@ -26,12 +26,14 @@ from ..algorithms import make_federation
 from ..algorithms.fedast import FedASTTask, Realloc, run_fedast
 from ..algorithms.sync_st import run_sync_st
 from ..data import load_dataset, partition as make_partition
+from ..engine import PRECISIONS
 from ..errors import check, check_choice, check_int, check_real
 from ..models import MODEL_NAMES
 from ..plots import style
 from ..runtime import resolve_device
 from ..sim import FEDAST_MODEL_COSTS, ShiftedExponential, three_speed
-from .runner import Grid, base_setting, execute, run_tasks, write_files
+from .runner import (Grid, base_setting, execute, heading, paper_difference, run_tasks, title_tag, with_overrides,
+                     write_files)
 
 #: Per dataset (App. C): model, batch, client lr and weight decay (async; sync), buffer, target (Table 1), cost.
 TASKS = {
@@ -130,8 +132,10 @@ class FedastSetting:
     total_time: float = 2000.0
     eval_every: float = 5.0
     seeds: int = 3
+    precision: str = "fp32"          # the engine's (afl.engine.PRECISIONS); "bf16" is opt-in mixed precision
 
     def __post_init__(self):
+        check_choice("precision", self.precision, PRECISIONS)
         for t in self.tasksets:
             parse_taskset(t)
         for text in self.models:
@@ -204,6 +208,8 @@ class FedastSetting:
 _QUICK = dict(models=("fashion-mnist=mlp200",), sync_allocation=None, target_offset=-0.03, total_time=800.0,
               eval_every=2.0, seeds=1)
 _PAIR = "mnist,fashion-mnist"
+#: the setting fields that only choose which runs a grid makes
+SELECTION = ("seeds", "methods", "tasksets", "caps", "buffers")
 EXPERIMENTS = {
     "fedast-fig7": (FedastSetting(),
                     FedastSetting(tasksets=(_PAIR,), methods=("fedast", "fedast-code", "fedast-static", "sync-st",
@@ -238,7 +244,7 @@ EXPERIMENTS = {
 
 
 def setting(experiment: str, quick: bool | None = None, **overrides) -> FedastSetting:
-    return replace(base_setting(EXPERIMENTS, FedastSetting, experiment, quick, overrides), **overrides)
+    return with_overrides(base_setting(EXPERIMENTS, FedastSetting, experiment, quick, overrides), overrides)
 
 
 def load_tasks(cfg: FedastSetting, root=None, device="cpu") -> dict:
@@ -267,7 +273,7 @@ def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, 
     parts = {n: client_parts(cfg, n, datasets[n], seed) for n in set(names)}
     feds = [make_federation(datasets[n], cfg.model(n)[0], cfg.clients, batch_size=TASKS[n]["batch"],
                             profile=profile, seed=seed * 1000 + m, device=device, parts=parts[n],
-                            model_kw=cfg.model(n)[1]) for m, n in enumerate(names)]
+                            model_kw=cfg.model(n)[1], precision=cfg.precision) for m, n in enumerate(names)]
     common = dict(total_time=cfg.total_time, eval_every=cfg.eval_every, cap=cap, seed=seed)
     base, _ = split_method(method)
     if base in SYNC:
@@ -322,7 +328,7 @@ def grid(cfg: FedastSetting, *, seeds=None, device="cpu", root=None, fleet=True,
             for m in cfg.methods]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
     return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg),
-                selection=("seeds", "methods", "tasksets", "caps", "buffers"))
+                selection=SELECTION)
 
 
 def _stats(values: list) -> dict:
@@ -373,12 +379,13 @@ def _cell(stats: dict) -> str:
 
 def markdown(result: dict) -> str:
     cfg = result["config"]
-    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
-             f"Machine: {result['machine']}; {result['execution']}", ""]
+    lines = heading(result)
     if result["quick"]:
         lines += ["QUICK setting (CPU): " + ", ".join(f"{k} = {cfg[k]}" for k in
                   ("clients", "caps", "requests", "buffers", "first_k", "target_offset", "total_time", "models")) +
                   ". It keeps the protocol and shrinks the scale: not comparable with the paper's numbers.", ""]
+    elif difference := paper_difference(EXPERIMENTS[result["experiment"]][0], cfg, SELECTION):
+        lines += [difference, ""]
     lines += [f"Targets: Table 1's plus {cfg['target_offset']:+.2f}. Times in simulated time units "
               f"(a job of cost e lasts 27 x (Exp(e s) + e s / 2)); evaluated every {cfg['eval_every']}.", ""]
     if result["experiment"] in SWEEP_TABLES:
@@ -540,7 +547,7 @@ def sweep_figure(result: dict):
         ax.legend(fontsize=7)
     what = ("the buffer against staleness as more clients train at once" if fig3 else
             "FedAST's gain over Sync-ST (percentages) as tasks are added")
-    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''}: {what}\n"
+    fig.suptitle(f"{result['experiment']}{title_tag(result)}: {what}\n"
                  f"{result['config']['seeds']} seed(s), error bars ± one std over seeds", fontsize=10)
     fig.tight_layout()
     return fig
@@ -583,7 +590,7 @@ def buffer_figure(result: dict):
         ax.minorticks_off()
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''}: FedAST (static), "
+    fig.suptitle(f"{result['experiment']}{title_tag(result)}: FedAST (static), "
                  f"R = {result['config']['requests']} requests per task; {result['config']['seeds']} seed(s), "
                  "error bars ± one std over seeds", fontsize=10)
     fig.tight_layout()
@@ -632,7 +639,7 @@ def curves_figure(result: dict):
             ax.set_axis_off()
         for j in range(len(mine[0]["tasks"]), ntask):
             axes[i][j].set_axis_off()
-    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''}: "
+    fig.suptitle(f"{result['experiment']}{title_tag(result)}: "
                  f"{result['config']['clients']} clients, {result['config']['seeds']} seed(s); vertical lines: "
                  f"target reached (faint lines: other seeds)")
     fig.tight_layout()

@@ -33,19 +33,23 @@ import torch
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.fedavg import FedAvg
 from ..data import Dataset, load_dataset, partition as make_partition
+from ..engine import PRECISIONS
 from ..errors import ParameterError, check, check_choice, check_int, check_real
 from ..fleet import Outcome
 from ..plots import style
 from ..runtime import resolve_device
 from ..theory.ghbm import unseen_fraction_moment
 from ..results import output_dir
-from .runner import Grid, base_setting, execute, run_tasks, same_settings, set_flags, settings_record, write_files
+from .runner import (Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings, set_flags,
+                     settings_record, title_tag, with_overrides, write_files)
 
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
                  "fedadc", "mimemom", "mimelitemom", "fedcm-full", "ghbm", "localghbm", "fedhbm")
 #: method -> registered algorithm, where the name differs
 ALGORITHM = {"fedcm-full": "fedcm"}
+#: the setting fields that only choose which runs a grid makes
+SELECTION = ("seeds", "methods", "splits", "taus")
 
 #: Table 7 (alpha = 0): weight decay, batch, and per method eta (server_lr), eta_l (lr) and its own settings.
 HYPER = {
@@ -123,8 +127,10 @@ class GhbmSetting:
     methods: tuple = TABLE_METHODS
     taus: tuple = ()
     probe_taus: tuple = ()
+    precision: str = "fp32"          # the engine's (afl.engine.PRECISIONS); "bf16" is opt-in mixed precision
 
     def __post_init__(self):
+        check_choice("precision", self.precision, PRECISIONS)
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("hyper", self.hyper, HYPER)
         check_int("clients", self.clients, 1)
@@ -212,7 +218,7 @@ def setting(experiment: str, quick: bool | None = None, **overrides) -> GhbmSett
         if quick:
             preset.pop("rounds")
         base = replace(base, **{k: v for k, v in preset.items() if k not in overrides}, dataset=overrides["dataset"])
-    return replace(base, **overrides)
+    return with_overrides(base, overrides)
 
 
 def load_task(cfg: GhbmSetting, root=None, device="cpu") -> Dataset:
@@ -255,7 +261,8 @@ def compute_run(cfg: GhbmSetting, split: str, method: str, tau: int | None, seed
     algorithm, kw = cfg.run_kwargs(method, tau)
     data = dataset if dataset is not None else load_task(cfg, root=root, device=device)
     parts = client_parts(cfg, data, split, seed)
-    fed = make_federation(data, cfg.model, cfg.clients, batch_size=cfg.batch, seed=seed, device=device, parts=parts)
+    fed = make_federation(data, cfg.model, cfg.clients, batch_size=cfg.batch, seed=seed, device=device, parts=parts,
+                          precision=cfg.precision)
     probe = deviation_probe(cfg.probe_taus, cfg.eval_every) if cfg.probe_taus else None
     out = run_algorithm(algorithm, fed, total_time=cfg.rounds, eval_every=cfg.eval_every, learner_class=probe, **kw)
     if probe is not None:
@@ -295,8 +302,7 @@ def grid(cfg: GhbmSetting, *, seeds: int | None = None, device="cpu", root=None,
     keys = [(sp, m, t, s) for s in range(seeds) for sp in cfg.splits for m in cfg.methods
             for t in (taus if m == "ghbm" else (None,))]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
-    return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg),
-                ("seeds", "methods", "splits", "taus"))
+    return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg), SELECTION)
 
 
 # -- tables ----------------------------------------------------------------------------------------------------
@@ -498,11 +504,19 @@ def figure(result: dict):
     cfg = result["config"]
     fig = Figure(figsize=(6 * (len(cfg["splits"]) + 1), 5))
     _views(result["experiment"])[2](result, fig)
-    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''} on {result['dataset']}: "
+    fig.suptitle(f"{result['experiment']}{title_tag(result)} on {result['dataset']}: "
                  f"{cfg['model']}, {cfg['clients']} clients, C = {cfg['participation']:g}, J = {cfg['local_steps']}, "
                  f"{cfg['rounds']} rounds, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}")
     fig.tight_layout()
     return fig
+
+
+def paper_setting(result: dict) -> GhbmSetting:
+    """The paper's setting of a GHBM result's experiment, on the result's dataset where the paper has it (else on
+    CIFAR-10)."""
+    dataset = result["config"]["dataset"]
+    return setting(result["experiment"], quick=False,
+                   **({"dataset": dataset} if dataset in ("cifar10-jpeg", "shakespeare") else {}))
 
 
 def report(result: dict, per_run: bool = True) -> str:
@@ -514,16 +528,13 @@ def report(result: dict, per_run: bool = True) -> str:
              f"{cfg['participation']:g} ({cfg['sampling']} sampling), J = {cfg['local_steps']} steps of batch "
              f"{cfg['batch']}, {cfg['rounds']} rounds, {cfg['seeds']} seed(s); final accuracy = mean test accuracy "
              f"over the evaluations (every {cfg['eval_every']} rounds) of the last {cfg['last']} rounds."]
-    if result["quick"] or cfg["rounds"] < DATASETS[cfg["dataset"]]["rounds"] or cfg["dataset"] not in (
-            "cifar10-jpeg", "shakespeare"):
-        notes.append("Reduced scale: shows the ordering, not the paper's numbers (paper: CIFAR-10 CNN 20,000 "
-                     "rounds, Shakespeare 250 rounds, 5 seeds).")
+    if difference := paper_difference(paper_setting(result), cfg, SELECTION):
+        notes.append(difference + " It shows the ordering, not the paper's numbers.")
     if paper_reference(cfg):
         notes.append("Paper columns: the paper's numbers (Table 8 CIFAR-10 CNN / Table 2 Shakespeare), a reference"
                      + (" on the lossy CIFAR-10 copy." if cfg["dataset"] == "cifar10-jpeg" else "."))
     body = _views(result["experiment"])[1](result)
-    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
-             f"Machine: {result['machine']}; {result['execution']}", "", " ".join(notes), "", body]
+    lines = heading(result) + [" ".join(notes), "", body]
     if per_run:
         lines += ["", "| split | method | tau | seed | final acc. (%) | MB exchanged | client steps | wall s |",
                   "|---|---|---|---|---|---|---|---|"]

@@ -37,6 +37,7 @@ from torch import Tensor
 from ..algorithms import make_federation, run_algorithm
 from ..compress import make_quantizer
 from ..data import Dataset, load_dataset, partition as make_partition
+from ..engine import PRECISIONS
 from ..errors import check, check_choice, check_int, check_real
 from ..fleet import Outcome, run_fleet
 from ..models import build_model
@@ -44,8 +45,8 @@ from ..plots import style
 from ..runtime import resolve_device
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
-from .runner import (Grid, base_setting, execute, reduced_fields, run_tasks, same_settings, settings_record,
-                     write_files)
+from .runner import (Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
+                     settings_record, title_tag, with_overrides, write_files)
 
 #: QAFeL Table 1's message sizes in bytes (paper numbers, shown only as labelled references)
 PAPER_BYTES = {"identity": 117128, "scalar:8": 29924, "scalar:4": 15380, "scalar:2": 8108}
@@ -189,8 +190,10 @@ class QafelSetting:
     seeds: int = 3
     methods: tuple = TABLE1_METHODS
     concurrencies: tuple = (None,)
+    precision: str = "fp32"          # the engine's (afl.engine.PRECISIONS); "bf16" is opt-in mixed precision
 
     def __post_init__(self):
+        check_choice("precision", self.precision, PRECISIONS)
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("quantizer", self.quantizer, ("scalar", "qsgd"))
         check_int("users", self.users, 1)
@@ -245,7 +248,7 @@ EXPERIMENTS = {
 
 def setting(experiment: str, quick: bool | None = None, **overrides) -> QafelSetting:
     """The paper or quick setting of ``experiment`` (quick by default when ``AFL_QUICK=1``), with overrides."""
-    return replace(base_setting(EXPERIMENTS, QafelSetting, experiment, quick, overrides), **overrides)
+    return with_overrides(base_setting(EXPERIMENTS, QafelSetting, experiment, quick, overrides), overrides)
 
 
 def load_task(cfg: QafelSetting, root=None, device="cpu") -> Dataset:
@@ -282,7 +285,7 @@ def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: i
     parts = user_parts(cfg, data, seed)
     profile = SpeedProfile(["all"], np.zeros(len(parts), dtype=int), [HalfNormal(cfg.duration)])
     fed = make_federation(data, "celeba-cnn", len(parts), batch_size=cfg.batch, profile=profile, seed=seed,
-                          device=device, parts=parts, model_kw=dict(variant="fedbuff"))
+                          device=device, parts=parts, model_kw=dict(variant="fedbuff"), precision=cfg.precision)
     rate = kw["arrival_rate"]
     out = run_algorithm(algorithm, fed, total_time=cfg.max_uploads / rate, eval_every=cfg.eval_every / rate,
                         target=cfg.target, **kw)
@@ -461,7 +464,7 @@ def figure(result: dict):
     fig = Figure(figsize=(16, 5))
     plot_result(result, fig)
     cfg = result["config"]
-    fig.suptitle(f"{result['experiment']}{' (QUICK setting)' if result['quick'] else ''} on {result['dataset']}: "
+    fig.suptitle(f"{result['experiment']}{title_tag(result)} on {result['dataset']}: "
                  f"{cfg['users']} users, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}, quantizer family "
                  f"{cfg['quantizer']}")
     fig.tight_layout()
@@ -475,12 +478,11 @@ def report(result: dict, per_run: bool = True) -> str:
              "CelebA's and only a reference)" if cfg["dataset"] != "celeba" else "") + "."]
     if result["quick"]:
         notes.append("QUICK setting: not comparable with the paper's numbers.")
-    elif changed := reduced_fields(EXPERIMENTS[result["experiment"]][0], cfg, ("seeds", "methods")):
-        notes.append("Reduced from the paper setting: " + ", ".join(f"{k} = {v}" for k, v in changed.items()) + ".")
+    elif difference := paper_difference(EXPERIMENTS[result["experiment"]][0], cfg, ("seeds", "methods")):
+        notes.append(difference)
     notes.append(f"Target: {100 * cfg['target']:.0f} % validation accuracy ({cfg['validation'] or 'all'} test "
                  f"images) within {cfg['max_uploads']:,} uploads, checked every {cfg['eval_every']} uploads.")
-    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
-             f"Machine: {result['machine']}; {result['execution']}", "", " ".join(notes), "",
+    lines = heading(result) + [" ".join(notes), "",
              table_markdown(result["rows"], paper_reference(result["experiment"]))]
     if per_run:
         lines += ["", "| row | concurrency | seed | uploads to target | best acc. (%) | uploads run | wall s |",

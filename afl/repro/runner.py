@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable
 
@@ -184,6 +184,22 @@ def _text(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
 
 
+def heading(result: dict) -> list[str]:
+    """A report's first lines: the experiment, its command, the machine, how its runs were computed, and their
+    precision where it is not float32 (:data:`afl.engine.PRECISIONS`)."""
+    precision = result["config"].get("precision", "fp32")
+    how = "".join(f"; {result[k]}" for k in ("execution",) if k in result)
+    mixed = "; clients trained in bfloat16 mixed precision (precision = bf16)" if precision == "bf16" else ""
+    return [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
+            f"Machine: {result['machine']}{how}{mixed}", ""]
+
+
+def title_tag(result: dict) -> str:
+    """What a figure's title says about a result's setting: `` (QUICK setting)``, `` (bf16)``, both, or nothing."""
+    tags = ["QUICK setting"] * bool(result["quick"]) + ["bf16"] * (result["config"].get("precision") == "bf16")
+    return f" ({', '.join(tags)})" if tags else ""
+
+
 def machine(device: str) -> str:
     """The machine a result was computed on, in words."""
     cpu = platform.processor() or platform.machine()
@@ -192,7 +208,7 @@ def machine(device: str) -> str:
 
 
 __all__ = ["Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs", "Execution", "execute",
-           "machine", "reduced_fields"]
+           "machine", "heading", "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
 
 
 def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):
@@ -206,11 +222,30 @@ def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | No
     return experiments[experiment][1 if quick else 0]
 
 
+def with_overrides(setting, overrides: dict):
+    """``setting`` (a dataclass) with ``overrides`` applied; a single value given for a tuple field becomes a
+    one-element tuple (``--set splits=noniid`` means ``("noniid",)``, not its letters)."""
+    return replace(setting, **{k: (v,) if isinstance(getattr(setting, k), (tuple, list)) and not isinstance(v, (tuple, list))
+                               else v for k, v in overrides.items()})
+
+
 def reduced_fields(paper, saved: dict, selection=("seeds",)) -> dict:
     """The fields of a saved setting ``saved`` (a JSON record) that differ from the ``paper`` setting (a
     dataclass), beyond the ``selection`` fields that only choose which runs are made."""
     reference = json.loads(json.dumps(asdict(paper)))
     return {k: v for k, v in saved.items() if k in reference and k not in selection and reference[k] != v}
+
+
+def paper_difference(paper, saved: dict, selection=("seeds",)) -> str:
+    """A sentence naming each field in which a saved setting (a JSON record) differs from the ``paper`` setting (a
+    dataclass), with the paper's value, fewer seeds than the paper's counted too; '' where it is the paper's."""
+    changed = reduced_fields(paper, saved, selection)
+    if "seeds" in saved and saved["seeds"] < getattr(paper, "seeds", 0):
+        changed["seeds"] = saved["seeds"]
+    if not changed:
+        return ""
+    return ("Differs from the paper setting: " + ", ".join(f"{k} = {_text(v)} (paper: {_text(getattr(paper, k))})"
+                                                           for k, v in changed.items()) + ".")
 
 
 def write_files(result: dict, out, report: Callable[[dict], str], figure: Callable[[dict], object],
