@@ -376,9 +376,13 @@ def table_markdown(result: dict) -> str:
         vals = [f"{cells[s]['mean']:.1f} ± {cells[s]['std']:.1f}" if s in cells else "–" for s in splits]
         ref = paper.get(name.split(" ")[0]) if paper else None
         cost = cells.get(splits[0], {}).get("to_fedavg")
-        cost_text = "–" if not cost else (f"not reached ({cost['of']} seeds)" if not cost["reached"] else
-                                          f"{cost['rounds']:.0f} / {cost['bytes'] / 1e6:.0f} / {cost['client_steps']:,.0f}"
-                                          + (f" ({cost['reached']}/{cost['of']} seeds)" if cost["reached"] < cost["of"] else ""))
+        if not cost:
+            cost_text = "–"
+        elif not cost["reached"]:
+            cost_text = f"not reached ({cost['of']} seed{'s' * (cost['of'] > 1)})"
+        else:
+            cost_text = (f"{cost['rounds']:.0f} / {cost['bytes'] / 1e6:.0f} / {cost['client_steps']:,.0f}"
+                         + (f" ({cost['reached']}/{cost['of']} seeds)" if cost["reached"] < cost["of"] else ""))
         lines.append(f"| {row_style(name, cfg)['label']} | "
                      + " | ".join(vals) + ((f" | {ref[0]} / {ref[1]}" if ref else " | –") if paper else "")
                      + f" | {cost_text} |")
@@ -529,7 +533,8 @@ def report(result: dict, per_run: bool = True) -> str:
              f"{cfg['batch']}, {cfg['rounds']} rounds, {cfg['seeds']} seed(s); final accuracy = mean test accuracy "
              f"over the evaluations (every {cfg['eval_every']} rounds) of the last {cfg['last']} rounds."]
     if difference := paper_difference(paper_setting(result), cfg, SELECTION):
-        notes.append(difference + " It shows the ordering, not the paper's numbers.")
+        notes.append(difference + " Not comparable with the paper's numbers; a short budget can also change the "
+                     "ordering (App. C.10).")
     if paper_reference(cfg):
         notes.append("Paper columns: the paper's numbers (Table 8 CIFAR-10 CNN / Table 2 Shakespeare), a reference"
                      + (" on the lossy CIFAR-10 copy." if cfg["dataset"] == "cifar10-jpeg" else "."))
