@@ -188,7 +188,7 @@ def heading(result: dict) -> list[str]:
     """A report's first lines: the experiment, its command, the machine, how its runs were computed, and their
     precision where it is not float32 (:data:`afl.engine.PRECISIONS`)."""
     precision = result["config"].get("precision", "fp32")
-    how = "".join(f"; {result[k]}" for k in ("execution",) if k in result)
+    how = f"; {result['execution']}" if "execution" in result else ""
     mixed = "; clients trained in bfloat16 mixed precision (precision = bf16)" if precision == "bf16" else ""
     return [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
             f"Machine: {result['machine']}{how}{mixed}", ""]
@@ -225,8 +225,10 @@ def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | No
 def with_overrides(setting, overrides: dict):
     """``setting`` (a dataclass) with ``overrides`` applied; a single value given for a tuple field becomes a
     one-element tuple (``--set splits=noniid`` means ``("noniid",)``, not its letters)."""
-    return replace(setting, **{k: (v,) if isinstance(getattr(setting, k), (tuple, list)) and not isinstance(v, (tuple, list))
-                               else v for k, v in overrides.items()})
+    def value(field, v):
+        listed = isinstance(getattr(setting, field), (tuple, list))
+        return (v,) if listed and not isinstance(v, (tuple, list)) else v
+    return replace(setting, **{k: value(k, v) for k, v in overrides.items()})
 
 
 def reduced_fields(paper, saved: dict, selection=("seeds",)) -> dict:
