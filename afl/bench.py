@@ -26,7 +26,7 @@ from .streams import ClientStreams
 
 #: model -> (dataset, batch size) of the benchmark settings.
 SETTINGS = {"mlp32": ("mnist", 128), "mlp200": ("mnist", 128), "cnn-cifar": ("cifar10-jpeg", 64),
-            "resnet20": ("cifar10-jpeg", 64)}
+            "resnet20": ("cifar10-jpeg", 64), "char-lstm": ("shakespeare", 100)}
 
 
 def matmul_peak_gflops(device: torch.device, n: int = 2048, seconds: float = 1.0,
@@ -85,7 +85,10 @@ def _reference_transform(dataset):
 
 def reference_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int, lr: float) -> float:
     """Client-steps per second of the paper-style per-client loop (CPU, as those codes run)."""
-    images = PilImages(_uint8_images(dataset), dataset.train_y.cpu().numpy(), _reference_transform(dataset))
+    if dataset.train_x.dim() == 2:      # token windows (Shakespeare): served as tensors, as LEAF's code does
+        images = torch.utils.data.TensorDataset(dataset.train_x.cpu().long(), dataset.train_y.cpu())
+    else:
+        images = PilImages(_uint8_images(dataset), dataset.train_y.cpu().numpy(), _reference_transform(dataset))
     module = copy.deepcopy(module).cpu()
     done, t0 = 0, time.perf_counter()
     for part in parts:

@@ -104,14 +104,18 @@ def activation_bytes(module: nn.Module, sample: Tensor) -> int:
     return total
 
 
+#: (fixed, per-client) bytes of a step measured on a GPU, per engine structure (LocalSGD.__init__)
+_MEASURED: dict[tuple, tuple[int, int]] = {}
+
+
 class LocalSGD:
     """Local SGD for many clients at once over one on-device dataset.
 
     ``dataset`` needs ``train_x``, ``train_y``, ``inputs(x)`` (normalised inputs in the model's dtype) and
     ``augment`` (``None``, ``"flip"`` or ``"crop_flip"``). ``max_bytes`` bounds the memory of one chunk of
     clients (parameters, gradients and activations; default 2 GiB on a CPU, half the free memory on a GPU); larger
-    sets of clients are run chunk by chunk. A chunk's memory is measured on a GPU (one step of 2 and of 4 clients)
-    and estimated from the activations on a CPU (``self.memory_basis``, ``self.bytes_per_client``).
+    sets of clients are run chunk by chunk. A chunk's memory is measured on a GPU (steps of 2 and 4 clients, checked
+    at the chunk) and estimated from the activations on a CPU (``self.memory_basis``, ``self.bytes_per_client``).
     ``strategy``: how a step is computed (:data:`afl.strategies.STRATEGIES`; ``"auto"`` picks per device and
     model, :func:`afl.strategies.choose_strategy`); ``self.strategy`` says which one runs. ``precision``: one of
     :data:`PRECISIONS` (``"bf16"``: mixed precision for a float32 model, see the module docstring).
@@ -150,8 +154,11 @@ class LocalSGD:
         param_bytes = torch.finfo(self.dtype).bits // 8 * self.model.size
         if device.type == "cuda":
             self.memory_basis = "measured"
-            fixed, per_client = self._measured_step_bytes()
-            per_client += 4 * param_bytes          # a hook's flat copies and state (w, d, w0, state), not measured
+            # measured once per process for each structure (a fleet builds one engine per run)
+            shape = self.signature[1:] + (tuple(dataset.train_x.shape[1:]),)
+            if shape not in _MEASURED:
+                _MEASURED[shape] = self._measured_step_bytes(max_bytes, extra_per_client=4 * param_bytes)
+            fixed, per_client = _MEASURED[shape]
         else:
             self.memory_basis = "estimated"
             sample = dataset.inputs(dataset.train_x[:1])[0]
@@ -161,24 +168,36 @@ class LocalSGD:
         self.bytes_per_client = per_client
         self.chunk = max(1, int((max_bytes - fixed) // per_client))
 
-    def _measured_step_bytes(self, sizes: tuple[int, int] = (2, 4)) -> tuple[int, int]:
-        """(fixed, per-client) bytes of one local step on a GPU: the CUDA allocator's peak above what it held before,
-        measured for ``sizes`` clients and fitted as fixed + k * per-client. The activation estimate used on a CPU
-        over-counts there (it ran ResNet-20 on an H100 in chunks of 25 clients, most of the memory unused)."""
-        peaks = []
-        for k in sizes:
-            start = self.model.flatten().to(self.device).expand(k, -1).clone()
-            batches = torch.zeros(k, 1, self.batch_size, 2, dtype=torch.long, device=self.device)  # sample 0, bits 0
-            lr = torch.zeros(k, dtype=self.dtype, device=self.device)
-            torch.cuda.synchronize(self.device)
-            before = torch.cuda.memory_allocated(self.device)
-            torch.cuda.reset_peak_memory_stats(self.device)
-            self._run_sorted(start, batches, [1] * k, lr, None, None, {}, None)
-            torch.cuda.synchronize(self.device)
-            peaks.append(torch.cuda.max_memory_allocated(self.device) - before)
-            del start, batches
-        per_client = max(1, (peaks[1] - peaks[0]) // (sizes[1] - sizes[0]))
-        return max(0, peaks[0] - sizes[0] * per_client), per_client
+    def _measured_step_bytes(self, max_bytes: int, extra_per_client: int) -> tuple[int, int]:
+        """(fixed, per-client) bytes of one local step on a GPU, from the CUDA allocator's peak: fitted as
+        fixed + k * per-client on steps of 2 and 4 clients, then checked on a step of the chunk those give, which
+        shrinks while it peaks above ``max_bytes`` (the small steps under-count: cuDNN picks other algorithms and
+        workspaces for larger groups; cnn-cifar's fit from 2 and 4 filled 1.27x its budget on an H100).
+        ``extra_per_client``: bytes a client needs beside the step (a hook's flat copies and state). The
+        activation estimate used on a CPU over-counts here (it ran ResNet-20 on an H100 in chunks of 25 clients,
+        most of the memory unused)."""
+        small = [self._step_peak(k) for k in (2, 4)]
+        per_client = max(1, (small[1] - small[0]) // 2) + extra_per_client
+        fixed = max(0, small[0] - 2 * per_client)
+        for _ in range(4):
+            chunk = max(1, int((max_bytes - fixed) // per_client))
+            peak = self._step_peak(chunk) + chunk * extra_per_client
+            if peak <= max_bytes or chunk == 1:
+                break
+            per_client = -(-(peak - fixed) // chunk)
+        return fixed, per_client
+
+    def _step_peak(self, k: int) -> int:
+        """Peak bytes the CUDA allocator holds above its current use during one local step of ``k`` clients."""
+        start = self.model.flatten().to(self.device).expand(k, -1).clone()
+        batches = torch.zeros(k, 1, self.batch_size, 2, dtype=torch.long, device=self.device)  # sample 0, bits 0
+        lr = torch.zeros(k, dtype=self.dtype, device=self.device)
+        torch.cuda.synchronize(self.device)
+        before = torch.cuda.memory_allocated(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        self._run_sorted(start, batches, [1] * k, lr, None, None, {}, None)
+        torch.cuda.synchronize(self.device)
+        return torch.cuda.max_memory_allocated(self.device) - before
 
     def _clients_compute(self):
         """The context of the clients' forward and backward passes: bfloat16 autocast for ``precision="bf16"``."""
@@ -187,10 +206,17 @@ class LocalSGD:
         return contextlib.nullcontext()
 
     def _gradient(self, params: list[Tensor], x: Tensor, y: Tensor) -> list[Tensor]:
-        """The strategy's per-client gradients, in the parameters' dtype."""
+        """The strategy's per-client gradients, in the parameters' dtype, each its own tensor: autograd may hand
+        two parameters one gradient tensor (an LSTM's ``bias_ih`` and ``bias_hh`` enter only as their sum), and
+        weight decay is then added in place to each."""
         with self._clients_compute():
             grads = self.strategy.gradient(params, x, y)
-        return [g if g.dtype == p.dtype else g.to(p.dtype) for g, p in zip(grads, params)]
+        out, seen = [], set()
+        for g, p in zip(grads, params):
+            g = g if g.dtype == p.dtype else g.to(p.dtype)
+            out.append(g.clone() if g.data_ptr() in seen else g)
+            seen.add(g.data_ptr())
+        return out
 
     # -- one chunk ---------------------------------------------------------------------------------
     def _batch(self, idx: Tensor, generator: torch.Generator | None, augment: bool | None = None

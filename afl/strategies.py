@@ -12,13 +12,16 @@ Every strategy computes the same thing -- for k clients with parameters stacked 
   and pooling kernels are fastest at (measured: ``afl bench local-sgd``), except for models with a GroupNorm of
   one channel per group, whose channels-last kernel is slow: those stay in NCHW (QAFeL's CNN: 58 against 46
   client-steps/s at batch 32 on a 2-core CPU; ResNet-20, GroupNorm(2): 7.6 channels-last against 7.0).
+* ``"lstm"`` -- :class:`afl.models.CharLSTM` with the client axis written into every op (batched matmuls, the
+  embedding as a one-hot matmul), one plain autograd pass: the same maths as ``vmap`` without its dispatch on each
+  of the recurrence's thousands of small ops a step, which bounds a ``vmap`` step (about 0.1 s on an H100).
 * ``"mlp"`` -- :class:`afl.models.MLP` (Linear-ReLU-...-Linear with cross-entropy) with its forward and
   backward written out as batched matmuls (``baddbmm``), no autograd; without a correction hook the SGD
   update is fused into the weight-gradient matmul (``W <- (1 - lr wd) W - lr g^T h``).
 
-:func:`choose_strategy` picks ``mlp`` for afl's MLPs trained with cross-entropy, ``loop`` for models with
-convolutions on a CPU, ``vmap`` otherwise. Every strategy equals the per-client ``torch.optim.SGD`` oracle to
-float tolerance (``tests/test_engine.py``).
+:func:`choose_strategy` picks ``mlp`` for afl's MLPs trained with cross-entropy, ``lstm`` for the character LSTM,
+``loop`` for models with convolutions on a CPU, ``vmap`` otherwise. Every strategy equals the per-client
+``torch.optim.SGD`` oracle to float tolerance (``tests/test_engine.py``).
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from torch.func import functional_call, vmap
 
 from .errors import ParameterError, check_choice
 
-STRATEGIES = ("auto", "vmap", "loop", "mlp")
+STRATEGIES = ("auto", "vmap", "loop", "mlp", "lstm")
 
 
 def cross_entropy_sum(logits: Tensor, y: Tensor) -> Tensor:
@@ -61,6 +64,13 @@ class Strategy:
     def sgd_step(self, params: list[Tensor], x: Tensor, y: Tensor, lr: Tensor, wd: Tensor | None) -> None:
         raise NotImplementedError
 
+    def _autograd_gradient(self, params: list[Tensor], x: Tensor, y: Tensor) -> list[Tensor]:
+        """The gradients by one autograd pass through :meth:`forward` (the clients' losses are summed; each
+        client's parameters reach only its own loss)."""
+        leaves = {n: p.detach().requires_grad_(True) for n, p in zip(self.names, params)}
+        with torch.enable_grad():
+            return list(torch.autograd.grad(self.loss(self.forward(leaves, x), y), list(leaves.values())))
+
     def __repr__(self) -> str:
         return self.name
 
@@ -89,9 +99,7 @@ class VmapStrategy(Strategy):
         return vmap(self._one, in_dims=(0, None if shared_input else 0))(params, self._layout(x, shared_input))
 
     def gradient(self, params, x, y):
-        leaves = {n: p.detach().requires_grad_(True) for n, p in zip(self.names, params)}
-        with torch.enable_grad():
-            return list(torch.autograd.grad(self.loss(self.forward(leaves, x), y), list(leaves.values())))
+        return self._autograd_gradient(params, x, y)
 
 
 class LoopStrategy(Strategy):
@@ -125,6 +133,52 @@ class LoopStrategy(Strategy):
                 for g, gc in zip(grads, torch.autograd.grad(self.loss(out[None], y[c:c + 1]), list(leaves.values()))):
                     g[c].copy_(gc)
         return grads
+
+
+class LSTMStrategy(Strategy):
+    """:class:`afl.models.CharLSTM` for k clients at once: :class:`afl.models.StackedLSTM`'s recurrence with
+    ``(k, ...)`` parameters, every matmul a batched one (``baddbmm``), the embedding ``onehot(x) E`` (a matmul,
+    so that its gradient is one too, in a fixed order)."""
+
+    name = "lstm"
+
+    def __init__(self, module, names, loss):
+        from .models import CharLSTM
+        super().__init__(module, names, loss)
+        if not isinstance(module, CharLSTM):
+            raise ParameterError("strategy", self.name, f"'vmap' or 'loop' for a {type(module).__name__} "
+                                 "(the 'lstm' strategy trains afl.models.CharLSTM)")
+        self.layers = module.lstm.num_layers
+
+    def forward(self, params, x, shared_input=False):
+        emb = params["embedding.weight"]                                   # (k, V, E)
+        k, V = emb.shape[:2]
+        if shared_input:
+            x = x.expand(k, *x.shape)
+        _, B, T = x.shape
+        h_in = torch.bmm(nn.functional.one_hot(x.reshape(k, B * T), V).to(emb.dtype), emb)   # (k, B T, E)
+        for layer in range(self.layers):
+            w_ih, w_hh = params[f"lstm.weight_ih_l{layer}"], params[f"lstm.weight_hh_l{layer}"]
+            bias = params[f"lstm.bias_ih_l{layer}"] + params[f"lstm.bias_hh_l{layer}"]
+            xg = torch.baddbmm(bias.unsqueeze(1), h_in, w_ih.transpose(1, 2)).view(k, B, T, -1).unbind(2)
+            top = layer == self.layers - 1
+            h = c = None
+            outs = []
+            for t in range(T):
+                g = xg[t] if h is None else torch.baddbmm(xg[t], h, w_hh.transpose(1, 2))
+                i, f, gg, o = g.chunk(4, dim=-1)
+                i, f, o = torch.sigmoid(i), torch.sigmoid(f), torch.sigmoid(o)
+                gg = torch.tanh(gg)
+                c = i * gg if c is None else f * c + i * gg
+                h = o * torch.tanh(c)
+                if not top:
+                    outs.append(h)
+            if not top:
+                h_in = torch.stack(outs, dim=2).reshape(k, B * T, -1)
+        return torch.baddbmm(params["fc.bias"].unsqueeze(1), h, params["fc.weight"].transpose(1, 2))
+
+    def gradient(self, params, x, y):
+        return self._autograd_gradient(params, x, y)
 
 
 class FusedMLPStrategy(Strategy):
@@ -201,10 +255,13 @@ class FusedMLPStrategy(Strategy):
 
 
 def choose_strategy(module: nn.Module, device: torch.device, loss) -> str:
-    """``mlp`` for afl's MLPs with cross-entropy, ``loop`` for conv nets on a CPU, ``vmap`` otherwise."""
-    from .models import MLP
+    """``mlp`` for afl's MLPs with cross-entropy, ``lstm`` for the character LSTM, ``loop`` for conv nets on a
+    CPU, ``vmap`` otherwise."""
+    from .models import MLP, CharLSTM
     if isinstance(module, MLP) and loss is cross_entropy_sum:
         return "mlp"
+    if isinstance(module, CharLSTM):
+        return "lstm"
     if device.type == "cpu" and any(isinstance(m, nn.Conv2d) for m in module.modules()):
         return "loop"
     return "vmap"
@@ -221,8 +278,8 @@ def make_strategy(name: str, module: nn.Module, names: list[str], loss, device: 
         raise ParameterError("strategy", name, "'vmap' or 'loop' for a loss other than cross-entropy")
     if name == "vmap":
         return VmapStrategy(module, names, loss, channels_last=channels_last)
-    return {"loop": LoopStrategy, "mlp": FusedMLPStrategy}[name](module, names, loss)
+    return {"loop": LoopStrategy, "mlp": FusedMLPStrategy, "lstm": LSTMStrategy}[name](module, names, loss)
 
 
-__all__ = ["STRATEGIES", "Strategy", "VmapStrategy", "LoopStrategy", "FusedMLPStrategy", "choose_strategy",
-           "make_strategy", "cross_entropy_sum"]
+__all__ = ["STRATEGIES", "Strategy", "VmapStrategy", "LoopStrategy", "LSTMStrategy", "FusedMLPStrategy",
+           "choose_strategy", "make_strategy", "cross_entropy_sum"]

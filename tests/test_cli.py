@@ -46,6 +46,15 @@ def test_bench_reports_every_key(capsys):
     assert row["precision"] == "fp32" and row["memory_basis"] == "estimated" and row["chunk"] >= 1
 
 
+@pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the Shakespeare mirror")
+def test_bench_trains_the_shakespeare_lstm_both_ways(capsys):
+    """Token windows reach the reference loop as tensors (not images), at the GHBM paper's batch of 100."""
+    assert main(["bench", "local-sgd", "--models", "char-lstm", "--clients", "1", "--steps", "1", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (row["model"], row["dataset"], row["batch"], row["strategy"]) == ("char-lstm", "shakespeare", 100, "vmap")
+    assert row["reference_steps_per_s"] > 0 and row["engine_steps_per_s"] > 0
+
+
 @pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the MNIST mirror")
 def test_bench_runs_the_engine_in_bf16_and_checks_the_precision(capsys):
     argv = ["bench", "local-sgd", "--models", "mlp32", "--clients", "2", "--steps", "2", "--json", "--no-reference"]

@@ -34,6 +34,22 @@ class Tiny:
         return x
 
 
+class TinyTokens(Tiny):
+    """Symbol windows ``(n, T)`` with next-symbol labels, as the Shakespeare data."""
+
+    def __init__(self, n=64, T=7, vocab=6, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        self.train_x = torch.randint(0, vocab, (n, T), generator=g)
+        self.train_y = torch.randint(0, vocab, (n,), generator=g)
+        self.test_x, self.test_y = self.train_x[:32], self.train_y[:32]
+        self.augment = None
+
+
+def char_lstm(num_layers=2):
+    """afl's character LSTM, small: 6 symbols, embedding 3, hidden 5."""
+    return build_model("char-lstm", num_classes=6, seed=1, embed_dim=3, hidden_size=5, num_layers=num_layers).double()
+
+
 def mlp():
     torch.manual_seed(1)
     return nn.Sequential(nn.Flatten(), nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 4)).double()
@@ -79,7 +95,18 @@ CASES = [(mlp, (3, 2, 2), "vmap"), (mlp, (3, 2, 2), "loop"), (afl_mlp, (3, 2, 2)
 @pytest.mark.parametrize("make, shape, strategy", CASES, ids=[f"{m.__name__}-{s}" for m, _, s in CASES])
 @pytest.mark.parametrize("use_hook", [False, True])
 def test_engine_matches_per_client_sgd(make, shape, strategy, use_hook):
-    data, module = Tiny(shape), make()
+    check_against_oracle(Tiny(shape), make(), strategy, use_hook)
+
+
+@pytest.mark.parametrize("strategy", ["lstm", "vmap", "loop"])
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("use_hook", [False, True])
+def test_lstm_engine_matches_per_client_sgd(strategy, layers, use_hook):
+    check_against_oracle(TinyTokens(), char_lstm(layers), strategy, use_hook)
+
+
+def check_against_oracle(data, module, strategy, use_hook):
+    """Five clients, unequal steps (one idle), per-client lr and weight decay, optionally heavy-ball state."""
     C, S, B = 5, 6, 8
     g = torch.Generator().manual_seed(3)
     P = FlatModel(module).size
@@ -123,9 +150,12 @@ def test_auto_strategy_per_device_and_model():
     assert choose_strategy(build_model("cnn-cifar"), cpu, cross_entropy_sum) == "loop"
     assert choose_strategy(build_model("resnet20"), cpu, cross_entropy_sum) == "loop"
     assert choose_strategy(build_model("cnn-cifar"), cuda, cross_entropy_sum) == "vmap"
-    assert choose_strategy(build_model("char-lstm"), cpu, cross_entropy_sum) == "vmap"
+    assert choose_strategy(build_model("char-lstm"), cpu, cross_entropy_sum) == "lstm"
+    assert choose_strategy(build_model("char-lstm"), cuda, cross_entropy_sum) == "lstm"
     with pytest.raises(ParameterError, match="strategy"):
         LocalSGD(mlp(), Tiny((3, 2, 2)), 4, strategy="mlp")           # not an afl MLP
+    with pytest.raises(ParameterError, match="strategy='lstm'.*CharLSTM"):
+        LocalSGD(mlp(), Tiny((3, 2, 2)), 4, strategy="lstm")
     with pytest.raises(ParameterError, match="strategy"):
         LocalSGD(mlp(), Tiny((3, 2, 2)), 4, strategy="fast")
 
@@ -202,9 +232,10 @@ def test_streams_cover_each_epoch_and_are_seeded():
     assert not torch.equal(ClientStreams(parts, 5, seed=8).take(0, 2), first)
 
 
-@pytest.mark.parametrize("make, strategy", [(cnn, "vmap"), (cnn, "loop"), (afl_mlp, "mlp")])
+@pytest.mark.parametrize("make, strategy", [(cnn, "vmap"), (cnn, "loop"), (afl_mlp, "mlp"), (char_lstm, "lstm")])
 def test_evaluate_matches_module(make, strategy):
-    data, module = Tiny((3, 8, 8) if make is cnn else (3, 2, 2)), make()
+    data = {cnn: Tiny((3, 8, 8)), afl_mlp: Tiny((3, 2, 2)), char_lstm: TinyTokens()}[make]
+    module = make()
     engine = LocalSGD(module, data, 8, strategy=strategy)
     w = FlatModel(module).flatten()
     res = engine.evaluate(torch.stack([w, w * 0]))

@@ -84,8 +84,11 @@ def test_report_names_what_differs_from_the_papers_setting():
     """Against the paper's setting on the result's dataset (CIFAR-10 for a dataset the paper does not use)."""
     def note(**kw):
         cfg = ghbm.setting("ghbm-table2", quick=False, **kw)
-        result = {"experiment": "ghbm-table2", "config": json.loads(json.dumps(asdict(cfg)))}
-        return paper_difference(ghbm.paper_setting(result), result["config"], ghbm.SELECTION)
+        fresh = {"experiment": "ghbm-table2", "config": asdict(cfg)}          # as a run writes it: tuples
+        saved = {"experiment": "ghbm-table2", "config": json.loads(json.dumps(asdict(cfg)))}   # as read back
+        texts = {paper_difference(ghbm.paper_setting(r), r["config"], ghbm.SELECTION) for r in (fresh, saved)}
+        assert len(texts) == 1, texts
+        return texts.pop()
     assert note(dataset="shakespeare") == ""                                          # the paper's own scale
     assert note(dataset="shakespeare", rounds=150, seeds=1) == ("Differs from the paper setting: rounds = 150 "
                                                                 "(paper: 250), seeds = 1 (paper: 5).")

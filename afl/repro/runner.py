@@ -234,7 +234,7 @@ def with_overrides(setting, overrides: dict):
 def reduced_fields(paper, saved: dict, selection=("seeds",)) -> dict:
     """The fields of a saved setting ``saved`` (a JSON record) that differ from the ``paper`` setting (a
     dataclass), beyond the ``selection`` fields that only choose which runs are made."""
-    reference = json.loads(json.dumps(asdict(paper)))
+    reference, saved = json.loads(json.dumps(asdict(paper))), json.loads(json.dumps(saved))   # tuples as lists
     return {k: v for k, v in saved.items() if k in reference and k not in selection and reference[k] != v}
 
 
