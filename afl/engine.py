@@ -84,14 +84,18 @@ class FlatModel:
             offset += n
         return out
 
-def activation_bytes(module: nn.Module, sample: Tensor) -> int:
-    """Bytes of all module outputs for one input sample (a memory estimate for chunking)."""
-    total = 0
+def activation_bytes(module: nn.Module, sample: Tensor) -> tuple[int, int]:
+    """Bytes of all module outputs for one input sample, and of what recurrent modules keep inside for backward
+    beyond their outputs (their ``saved_bytes(input)``, :class:`afl.models.StackedLSTM`): a memory estimate for
+    chunking."""
+    outputs = recurrent = 0
 
-    def count(_m, _i, out):
-        nonlocal total
+    def count(m, inputs, out):
+        nonlocal outputs, recurrent
         if isinstance(out, Tensor):
-            total += out.numel() * out.element_size()
+            outputs += out.numel() * out.element_size()
+        if hasattr(m, "saved_bytes"):
+            recurrent += m.saved_bytes(inputs[0])
 
     leaves = [m for m in module.modules() if not list(m.children())]
     handles = [m.register_forward_hook(count) for m in leaves]
@@ -101,7 +105,7 @@ def activation_bytes(module: nn.Module, sample: Tensor) -> int:
     finally:
         for h in handles:
             h.remove()
-    return total
+    return outputs, recurrent
 
 
 #: (fixed, per-client) bytes of a step measured on a GPU, per engine structure (LocalSGD.__init__)
@@ -163,8 +167,10 @@ class LocalSGD:
             self.memory_basis = "estimated"
             sample = dataset.inputs(dataset.train_x[:1])[0]
             # 4x a batch's module outputs: a vmap step allocates 3.4x (cnn-cifar) and 3.8x (ResNet-20) of them per
-            # client on a CPU (tools/engine_memory_probe.py)
-            fixed, per_client = 0, 6 * param_bytes + 4 * batch_size * activation_bytes(module, sample)
+            # client on a CPU; plus a recurrence's saved tensors (char-lstm: 75 MB estimated, 65 MB measured;
+            # tools/engine_memory_probe.py)
+            outputs, recurrent = activation_bytes(module, sample)
+            fixed, per_client = 0, 6 * param_bytes + batch_size * (4 * outputs + recurrent)
         self.bytes_per_client = per_client
         self.chunk = max(1, int((max_bytes - fixed) // per_client))
 

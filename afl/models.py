@@ -298,6 +298,12 @@ class StackedLSTM(nn.Module):
         for p in self.parameters():
             nn.init.uniform_(p, -bound, bound)
 
+    def saved_bytes(self, x: Tensor) -> int:
+        """Bytes autograd keeps inside the recurrence per sample of ``x`` (B, T, input_size), beyond the output:
+        per layer and step the input projection (4H), the gate activations (4H), the cell state, its tanh and the
+        hidden state (3H). The engine's memory estimate (:func:`afl.engine.activation_bytes`)."""
+        return self.num_layers * x.shape[1] * 11 * self.hidden_size * x.element_size()
+
     def forward(self, x: Tensor, last_only: bool = False) -> Tensor:
         """x: (B, T, input_size) -> (B, T, H), or (B, H) for the last step if ``last_only``."""
         T = x.shape[1]

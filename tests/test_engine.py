@@ -323,6 +323,16 @@ def test_precision_is_checked():
         LocalSGD(cnn(), Tiny((3, 8, 8)), 4, precision="bf16")               # a float64 model
 
 
+def test_cpu_memory_estimate_counts_the_lstm_recurrence():
+    """The Shakespeare LSTM's step keeps 65 MB a client at batch 100 (tools/engine_memory_probe.py), nearly all of
+    it inside the recurrence, which module outputs do not show (they gave 5 MB: chunks 13x too large)."""
+    data = TinyTokens(n=256, T=80, vocab=80)
+    engine = LocalSGD(build_model("char-lstm"), data, 100)
+    assert engine.memory_basis == "estimated"
+    assert 65e6 <= engine.bytes_per_client <= 1.5 * 65e6
+    assert engine.chunk == (2 << 30) // engine.bytes_per_client
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the chunk is measured only on a GPU")
 @pytest.mark.parametrize("name", ["cnn-cifar", "resnet20"])
 def test_a_gpu_chunk_fills_the_memory_it_is_given(name):
