@@ -274,6 +274,16 @@ def _init_resnet(model: nn.Module, mode: str) -> None:
 # LSTM written with matmuls
 # --------------------------------------------------------------------------------------------
 
+def lstm_cell(gates: Tensor, c: Tensor | None) -> tuple[Tensor, Tensor]:
+    """One LSTM step from its gate pre-activations ``(..., 4H)`` in ``nn.LSTM``'s order (input, forget, cell,
+    output) and the cell state (None: zero): the new hidden and cell states."""
+    i, f, gg, o = gates.chunk(4, dim=-1)
+    i, f, o = torch.sigmoid(i), torch.sigmoid(f), torch.sigmoid(o)
+    gg = torch.tanh(gg)
+    c = i * gg if c is None else f * c + i * gg
+    return o * torch.tanh(c), c
+
+
 class StackedLSTM(nn.Module):
     """Multi-layer LSTM, ``batch_first``, zero initial state, same maths, parameter names, shapes
     and gate order (input, forget, cell, output) as ``nn.LSTM``; written with plain matmuls so that
@@ -319,12 +329,7 @@ class StackedLSTM(nn.Module):
             h = c = None
             outs = []
             for t in range(T):
-                g = xg[t] if h is None else xg[t] + torch.matmul(h, w_hh.t())
-                i, f, gg, o = g.chunk(4, dim=-1)
-                i, f, o = torch.sigmoid(i), torch.sigmoid(f), torch.sigmoid(o)
-                gg = torch.tanh(gg)
-                c = i * gg if c is None else f * c + i * gg
-                h = o * torch.tanh(c)
+                h, c = lstm_cell(xg[t] if h is None else xg[t] + torch.matmul(h, w_hh.t()), c)
                 if not (top and last_only):
                     outs.append(h)
             if top and last_only:

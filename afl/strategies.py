@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
 from .errors import ParameterError, check_choice
+from .models import MLP, CharLSTM, lstm_cell
 
 STRATEGIES = ("auto", "vmap", "loop", "mlp", "lstm")
 
@@ -143,7 +144,6 @@ class LSTMStrategy(Strategy):
     name = "lstm"
 
     def __init__(self, module, names, loss):
-        from .models import CharLSTM
         super().__init__(module, names, loss)
         if not isinstance(module, CharLSTM):
             raise ParameterError("strategy", self.name, f"'vmap' or 'loop' for a {type(module).__name__} "
@@ -165,12 +165,7 @@ class LSTMStrategy(Strategy):
             h = c = None
             outs = []
             for t in range(T):
-                g = xg[t] if h is None else torch.baddbmm(xg[t], h, w_hh.transpose(1, 2))
-                i, f, gg, o = g.chunk(4, dim=-1)
-                i, f, o = torch.sigmoid(i), torch.sigmoid(f), torch.sigmoid(o)
-                gg = torch.tanh(gg)
-                c = i * gg if c is None else f * c + i * gg
-                h = o * torch.tanh(c)
+                h, c = lstm_cell(xg[t] if h is None else torch.baddbmm(xg[t], h, w_hh.transpose(1, 2)), c)
                 if not top:
                     outs.append(h)
             if not top:
@@ -193,7 +188,6 @@ class FusedMLPStrategy(Strategy):
     fused_update = True
 
     def __init__(self, module, names, loss):
-        from .models import MLP
         super().__init__(module, names, loss)
         if not isinstance(module, MLP):
             raise ParameterError("strategy", self.name, f"'vmap' or 'loop' for a {type(module).__name__} "
@@ -257,7 +251,6 @@ class FusedMLPStrategy(Strategy):
 def choose_strategy(module: nn.Module, device: torch.device, loss) -> str:
     """``mlp`` for afl's MLPs with cross-entropy, ``lstm`` for the character LSTM, ``loop`` for conv nets on a
     CPU, ``vmap`` otherwise."""
-    from .models import MLP, CharLSTM
     if isinstance(module, MLP) and loss is cross_entropy_sum:
         return "mlp"
     if isinstance(module, CharLSTM):
