@@ -86,15 +86,15 @@ def _reference_transform(dataset):
 def reference_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int, lr: float) -> float:
     """Client-steps per second of the paper-style per-client loop (CPU, as those codes run)."""
     if dataset.train_x.dim() == 2:      # token windows (Shakespeare): served as tensors, as LEAF's code does
-        images = torch.utils.data.TensorDataset(dataset.train_x.cpu().long(), dataset.train_y.cpu())
+        samples = torch.utils.data.TensorDataset(dataset.train_x.cpu().long(), dataset.train_y.cpu())
     else:
-        images = PilImages(_uint8_images(dataset), dataset.train_y.cpu().numpy(), _reference_transform(dataset))
+        samples = PilImages(_uint8_images(dataset), dataset.train_y.cpu().numpy(), _reference_transform(dataset))
     module = copy.deepcopy(module).cpu()
     done, t0 = 0, time.perf_counter()
     for part in parts:
         local = copy.deepcopy(module)
         opt = torch.optim.SGD(local.parameters(), lr=lr)
-        loader = torch.utils.data.DataLoader(torch.utils.data.Subset(images, part.tolist()),
+        loader = torch.utils.data.DataLoader(torch.utils.data.Subset(samples, part.tolist()),
                                              batch_size=batch, shuffle=True, drop_last=True)
         k = 0
         while k < steps:

@@ -159,10 +159,10 @@ class LocalSGD:
         if device.type == "cuda":
             self.memory_basis = "measured"
             # measured once per process for each structure (a fleet builds one engine per run)
-            shape = self.signature[1:] + (tuple(dataset.train_x.shape[1:]),)
-            if shape not in _MEASURED:
-                _MEASURED[shape] = self._measured_step_bytes(max_bytes, extra_per_client=4 * param_bytes)
-            fixed, per_client = _MEASURED[shape]
+            structure = self.signature[1:] + (tuple(dataset.train_x.shape[1:]),)
+            if structure not in _MEASURED:
+                _MEASURED[structure] = self._measured_step_bytes(max_bytes, extra_per_client=4 * param_bytes)
+            fixed, per_client = _MEASURED[structure]
         else:
             self.memory_basis = "estimated"
             sample = dataset.inputs(dataset.train_x[:1])[0]

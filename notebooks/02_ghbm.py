@@ -72,6 +72,14 @@ def committed(name):
     return json.loads(path.read_text())
 
 
+def show_committed(name, per_run=False):
+    """A committed result's report and picture, as `afl repro` wrote them."""
+    result = committed(name)
+    if result:
+        display(Markdown(gh.report(result, per_run=per_run)))
+        display(gh.figure(result))
+
+
 # %% [markdown]
 # ## 1. A quadratic where everything is exact (App. C.9, Fig. 9)
 #
@@ -136,11 +144,7 @@ show_quadratic()
 # `gh.QuadraticSetting`, and `afl repro ghbm-quadratic` writes the four-panel picture for J = 1, 5, 10, 20:
 
 # %%
-result = committed("ghbm-quadratic")
-if result:
-    display(Markdown(gh.report(result)))
-    fig = gh.figure(result)
-    display(fig)
+show_committed("ghbm-quadratic", per_run=True)
 
 # %% [markdown]
 # ## 2. How far is the τ-average from the federation's update? (Fig. 1, Lemma 4.4)
@@ -152,10 +156,7 @@ if result:
 # times the heterogeneity; older updates add a lag. (`afl repro ghbm-fig1`; its command is printed.)
 
 # %%
-result = committed("ghbm-fig1")
-if result:
-    display(Markdown(gh.report(result, per_run=False)))
-    display(gh.figure(result))
+show_committed("ghbm-fig1")
 
 # %% [markdown]
 # What to notice: with one class per client, one round's update lies about three times its own length away
@@ -217,10 +218,7 @@ show_unseen()
 # **Predict before you run:** with `C = 0.1`, does accuracy keep rising with `τ`, or is there a best `τ`? Where?
 
 # %%
-result = committed("ghbm-tau")
-if result:
-    display(Markdown(gh.report(result, per_run=False)))
-    display(gh.figure(result))
+show_committed("ghbm-tau")
 
 # %% [markdown]
 # What to notice: accuracy climbs from `τ = 1` to about `τ = 1/C = 10` and falls beyond it, where the lag of
@@ -272,10 +270,7 @@ race()
 # the results' markdown and the README.
 
 # %%
-result = committed("ghbm-table2")
-if result:
-    display(Markdown(gh.report(result, per_run=False)))
-    display(gh.figure(result))
+show_committed("ghbm-table2")
 
 # %% [markdown]
 # What to notice: on one class per client the methods that bring the whole federation into every local step —
@@ -293,10 +288,7 @@ if result:
 # (α = 0) through Dirichlet α = 0.1 to IID.
 
 # %%
-result = committed("ghbm-alpha")
-if result:
-    display(Markdown(gh.report(result, per_run=False)))
-    display(gh.figure(result))
+show_committed("ghbm-alpha")
 
 # %% [markdown]
 # What to notice: FedHBM's lead over FedAvg is 7 points at α = 0 and at α = 0.1, and shrinks to about 4 on IID
@@ -311,10 +303,7 @@ if result:
 # LSTM run takes about 20 minutes on a 2-core CPU; the whole column is a GPU's work).
 
 # %%
-result = committed("ghbm-shakespeare-60-rounds/ghbm-table2")
-if result:
-    display(Markdown(gh.report(result, per_run=False)))
-    display(gh.figure(result))
+show_committed("ghbm-shakespeare-60-rounds/ghbm-table2")
 
 # %% [markdown]
 # What to notice: FedHBM and LocalGHBM sit at 18.4 % — the model always predicts the most frequent character —
@@ -325,10 +314,7 @@ if result:
 # 30 rounds, with that step, five methods:
 
 # %%
-result = committed("ghbm-shakespeare-30-rounds/ghbm-table2")
-if result:
-    display(Markdown(gh.report(result, per_run=False)))
-    display(gh.figure(result))
+show_committed("ghbm-shakespeare-30-rounds/ghbm-table2")
 
 # %% [markdown]
 # What to notice: at round 30 FedHBM, LocalGHBM and GHBM (τ = 10) are at 34.4, 33.7 and 32.4 %, FedAvg at 29.6 % —
