@@ -456,15 +456,19 @@ def plot_result(result: dict, fig) -> None:
         ax.xaxis.set_minor_locator(NullLocator())
         ax.legend(fontsize=7)
     else:
+        from matplotlib.patches import Patch
         rows = result["rows"]
         names = list(rows)
         x = np.arange(len(names))
         width = 0.8 / len(splits)
+
+        def shade(k):
+            return 1.0 - 0.6 * k / max(1, len(splits) - 1)
         for k, split in enumerate(splits):
             m = [rows[n].get(split, {}).get("mean", np.nan) for n in names]
             s = [rows[n].get(split, {}).get("std", 0) for n in names]
             ax.bar(x + k * width, m, width, yerr=s, color=[row_style(n, cfg)["color"] for n in names],
-                   alpha=1.0 - 0.6 * k / max(1, len(splits) - 1), label=split)
+                   alpha=shade(k))
         ax.set_xticks(x + width * (len(splits) - 1) / 2, [row_style(n, cfg)["label"] for n in names],
                       rotation=60, ha="right", fontsize=7)
         bars = f"error bars: ± std over {cfg['seeds']} seeds" if cfg["seeds"] > 1 else "one seed"
@@ -472,7 +476,9 @@ def plot_result(result: dict, fig) -> None:
         ax.set_ylim(max(0.0, 10 * np.floor(min(means) / 10) - 10), min(100.0, max(means) + 8))
         ax.set(ylabel="final test accuracy (%)", title=f"final accuracy (mean of the last {cfg['last']} rounds)\n"
                + (f"lighter: {', '.join(splits[1:])}; " if len(splits) > 1 else "") + bars)
-        ax.legend(fontsize=7, loc="upper left", ncol=len(splits))
+        # bars take their method's colour; the legend shows only the split's shade
+        ax.legend(handles=[Patch(facecolor="0.45", alpha=shade(k), label=split) for k, split in enumerate(splits)],
+                  fontsize=7, loc="upper left", ncol=len(splits))
 
 
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results", root=None,
