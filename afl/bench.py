@@ -9,6 +9,7 @@ same run.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 
@@ -167,36 +168,60 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
     return rows
 
 
+def fleet_grids() -> dict:
+    """Experiments ``afl bench fleet`` can run: name -> paper module (grids of one model, dataset and batch size)."""
+    from .repro import favas, ghbm, qafel
+    return {name: module for module, names in ((favas, favas.EXPERIMENTS), (ghbm, ghbm.SETTINGS),
+                                               (qafel, qafel.EXPERIMENTS)) for name in names}
+
+
+@contextlib.contextmanager
+def engine_calls():
+    """The engines whose :meth:`LocalSGD.run` is called inside the block, once per call (the list yielded)."""
+    calls, run = [], LocalSGD.run
+
+    def counted(self, *args, **kwargs):
+        calls.append(self)
+        return run(self, *args, **kwargs)
+    LocalSGD.run = counted
+    try:
+        yield calls
+    finally:
+        LocalSGD.run = run
+
+
 def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | None = None, device: str = "cpu",
-                root: str | None = None, fleet_size: int | None = None) -> dict:
-    """The runs of experiment ``grid`` (its quick setting unless ``quick=False``), one by one and as one fleet
-    (:mod:`afl.fleet`) in this process: wall seconds of each, client steps, and how far apart the final
-    accuracies of the two executions are (float rounding of bigger batched kernels, amplified by training).
-    ``speedup_bound``: the largest speedup any execution could have over the one-by-one one, were every SGD FLOP
-    computed at the measured fp32 matmul peak."""
-    from .repro import favas
-    dev = resolve_device(device)
-    cfg = favas.setting(grid, quick=quick)
-    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
-    keys = [(sp, m, s) for s in range(seeds) for sp in cfg.splits for m in cfg.methods]
+                root: str | None = None, fleet_size: int | None = None, overrides: dict | None = None) -> dict:
+    """The runs of experiment ``grid`` (its quick setting unless ``quick=False``; ``overrides``: fields of the
+    setting changed) one by one and as one fleet (:mod:`afl.fleet`) in this process: wall seconds and engine
+    calls of each, client steps, and how far apart the final accuracies of the two executions are (float rounding
+    of bigger batched kernels, amplified by training). ``speedup_bound``: the largest speedup any execution could
+    have over the one-by-one one, were every SGD FLOP computed at the measured fp32 matmul peak."""
+    grids = fleet_grids()
+    check_choice("grid", grid, grids)
+    module, dev = grids[grid], resolve_device(device)
+    cfg = module.setting(grid, quick=quick, **(overrides or {}))
     timed = {}
     for label, fleet in (("sequential", False), ("fleet", True)):
+        g = module.grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size)
         t0 = time.perf_counter()
-        outcomes = favas.run_grid(cfg, keys, device=dev, root=root, fleet=fleet, fleet_size=fleet_size)
+        with engine_calls() as calls:
+            outcomes = g.work(g.keys)
         _sync(dev)
-        timed[label] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok])
-    (seq_s, seq), (fleet_s, runs) = timed["sequential"], timed["fleet"]
+        timed[label] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok], calls)
+    (seq_s, seq, seq_calls), (fleet_s, runs, fleet_calls) = timed["sequential"], timed["fleet"]
     steps = sum(r["computed_client_steps"] for r in runs)
     gaps = [abs(a["final_accuracy"] - b["final_accuracy"]) for a, b in zip(seq, runs)]
     # The compute bound: no execution trains faster than the grid's SGD FLOPs at the fp32 matmul peak.
-    dataset = load_dataset(cfg.dataset, root=root, device=dev)
-    torch.manual_seed(0)
-    flops = sgd_step_flops(build_model(cfg.model), dataset.inputs(dataset.train_x[:1].cpu())[0], cfg.batch)
+    engine = fleet_calls[0]
+    flops = sgd_step_flops(copy.deepcopy(engine.model.module).cpu(),
+                           engine.dataset.inputs(engine.dataset.train_x[:1]).cpu()[0], engine.batch_size)
     peak_steps_per_s = matmul_peak_gflops(dev) * 1e9 / flops
-    return {"grid": grid + (" (quick)" if quick else ""), "runs": len(keys), "device": str(dev),
+    return {"grid": grid + (" (quick)" if quick else ""), "runs": len(g.keys), "device": str(dev),
             "threads": torch.get_num_threads(), "sequential_s": seq_s, "fleet_s": fleet_s,
             "speedup": seq_s / fleet_s, "client_steps": steps, "sequential_client_steps_per_s": steps / seq_s,
-            "fleet_client_steps_per_s": steps / fleet_s, "flops_per_client_step": flops,
+            "fleet_client_steps_per_s": steps / fleet_s, "sequential_engine_calls": len(seq_calls),
+            "fleet_engine_calls": len(fleet_calls), "flops_per_client_step": flops,
             "peak_client_steps_per_s": peak_steps_per_s, "speedup_bound": peak_steps_per_s * seq_s / steps,
-            "failed_runs": 2 * len(keys) - len(seq) - len(runs),
+            "failed_runs": 2 * len(g.keys) - len(seq) - len(runs),
             "max_final_accuracy_gap": max(gaps, default=0.0)}

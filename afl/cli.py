@@ -53,14 +53,16 @@ def _bench(args) -> None:
     if args.what == "fleet":
         from .bench import bench_fleet
         row = bench_fleet(args.grid, quick=not args.paper, seeds=args.seeds, device=args.device, root=args.root,
-                          fleet_size=args.fleet_size)
+                          fleet_size=args.fleet_size, overrides=dict(_override(text) for text in args.overrides))
         if args.json:
             print(json.dumps(row))
             return
         print(f"{row['grid']}: {row['runs']} runs on {row['device']} ({row['threads']} threads), "
               f"{row['client_steps']:,} client steps\n"
-              f"  one by one {row['sequential_s']:8.1f} s  {row['sequential_client_steps_per_s']:8.0f} client steps/s\n"
-              f"  fleet      {row['fleet_s']:8.1f} s  {row['fleet_client_steps_per_s']:8.0f} client steps/s\n"
+              f"  one by one {row['sequential_s']:8.1f} s  {row['sequential_client_steps_per_s']:8.0f} client steps/s"
+              f"  {row['sequential_engine_calls']:7,} engine calls\n"
+              f"  fleet      {row['fleet_s']:8.1f} s  {row['fleet_client_steps_per_s']:8.0f} client steps/s"
+              f"  {row['fleet_engine_calls']:7,} engine calls\n"
               f"  speedup {row['speedup']:.2f}x; largest final-accuracy gap between the two: "
               f"{100 * row['max_final_accuracy_gap']:.2f} points\n"
               f"  compute bound: {row['peak_client_steps_per_s']:.0f} client steps/s at the fp32 matmul peak "
@@ -180,11 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--root", default=None, help="data root (default: the search path)")
     b.add_argument("--no-reference", action="store_true", help="skip the slow per-client reference loop")
     b.add_argument("--json", action="store_true", help="one JSON object per line")
-    b.add_argument("--grid", default="favas-table2", help="fleet: the experiment whose grid is run "
-                                                          "(default: %(default)s)")
+    b.add_argument("--grid", default="favas-table2", help="fleet: the experiment whose grid is run, a FAVAS, GHBM "
+                                                          "(not ghbm-quadratic) or QAFeL one (default: %(default)s)")
     b.add_argument("--paper", action="store_true", help="fleet: the paper setting instead of the quick one")
     b.add_argument("--seeds", type=int, default=None, help="fleet: seeds of the grid (default: the setting's)")
     b.add_argument("--fleet-size", type=int, default=None, help="fleet: runs live at once (default: 64)")
+    b.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
+                   help="fleet: change one field of the grid's setting, as for afl repro (repeatable)")
     b.set_defaults(func=_bench)
 
     e = sub.add_parser("demo", help="asynchronous MNIST clients: the schedule and the four methods' accuracy",

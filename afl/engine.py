@@ -21,7 +21,8 @@ update and the server's evaluation stay in float32 (mixed precision, Micikeviciu
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -49,6 +50,26 @@ class Correction(Protocol):
     """
 
     def __call__(self, t: int, w: Tensor, d: Tensor, w0: Tensor, state: dict[str, Tensor]) -> Tensor: ...
+
+
+@dataclass
+class HookGroup:
+    """Clients ``rows`` of one :meth:`LocalSGD.run` call that step with ``hook`` (``None``: plain SGD), and their
+    per-client ``state`` tensors ``(len(rows), P)`` (row i: client ``rows[i]``), handed to the hook and updated."""
+
+    rows: Tensor | Sequence[int]
+    hook: Correction | None = None
+    state: dict[str, Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class _Segment:
+    """Clients ``start:stop`` of a sorted chunk, all of one group with a hook, and views of their state rows."""
+
+    start: int
+    stop: int
+    hook: Correction
+    state: dict[str, Tensor]
 
 
 class FlatModel:
@@ -201,7 +222,7 @@ class LocalSGD:
         torch.cuda.synchronize(self.device)
         before = torch.cuda.memory_allocated(self.device)
         torch.cuda.reset_peak_memory_stats(self.device)
-        self._run_sorted(start, batches, [1] * k, lr, None, None, {}, None)
+        self._run_sorted(start, batches, [1] * k, lr, None, [], None)
         torch.cuda.synchronize(self.device)
         return torch.cuda.max_memory_allocated(self.device) - before
 
@@ -242,15 +263,16 @@ class LocalSGD:
         return x.view(*idx.shape, *x.shape[1:]), y.view(idx.shape)
 
     def _run_sorted(self, w: Tensor, batches: Tensor, steps: list[int], lr: Tensor, wd: Tensor | None,
-                    hook: Correction | None, state: dict[str, Tensor], generator) -> Tensor:
+                    corrections: list[_Segment], generator) -> Tensor:
         """Clients sorted by decreasing ``steps``: the active ones are always a prefix.
 
         Parameters live as one contiguous ``(C, *shape)`` tensor per model parameter (what the batched
-        matmuls and convolutions want); flat ``(k, P)`` copies are made only for a correction hook.
+        matmuls and convolutions want); flat ``(k, P)`` copies are made only for correction hooks, each applied
+        to the active part of its own rows (``corrections``: contiguous runs of clients sharing a hook).
         """
         params = [v.contiguous() for v in self.model.views(w).values()]
         same_lr = float(lr[0]) if len(lr) and bool((lr == lr[0]).all()) else None
-        fused = hook is None and self.strategy.fused_update and self.precision == "fp32"
+        fused = not corrections and self.strategy.fused_update and self.precision == "fp32"
         k = len(steps)
         for t in range(steps[0] if steps else 0):
             while k and steps[k - 1] <= t:
@@ -264,15 +286,12 @@ class LocalSGD:
             if wd is not None:
                 for g, p in zip(grads, active):
                     g.addcmul_(p, wd[:k].view(-1, *[1] * (p.dim() - 1)))
-            if hook is not None:
+            if any(seg.start < k for seg in corrections):
                 flat_w = torch.cat([p.reshape(k, -1) for p in active], dim=1)
-                views = {name: s[:k] for name, s in state.items()}
-                at = getattr(hook, "gradient_at", None)
-                if at is not None:
-                    reference = [v.contiguous() for v in self.model.views(views[at]).values()]
-                    views["gradient_at"] = torch.cat([g.reshape(k, -1) for g in
-                                                      self._gradient(reference, x, y)], dim=1)
-                d = hook(t, flat_w, torch.cat([g.reshape(k, -1) for g in grads], dim=1), w[:k], views)
+                d = torch.cat([g.reshape(k, -1) for g in grads], dim=1)
+                for seg in corrections:
+                    if seg.start < k:
+                        d = self._correct(seg, t, min(seg.stop, k), flat_w, d, w, x, y)
                 grads = list(self.model.views(d).values())
             for g, p in zip(grads, active):
                 if same_lr is not None:
@@ -281,16 +300,34 @@ class LocalSGD:
                     p.addcmul_(g, lr[:k].view(-1, *[1] * (p.dim() - 1)), value=-1.0)
         return torch.cat([p.reshape(len(steps), -1) for p in params], dim=1)
 
+    def _correct(self, seg: _Segment, t: int, stop: int, flat_w: Tensor, d: Tensor, w0: Tensor, x: Tensor,
+                 y: Tensor) -> Tensor:
+        """``d`` with rows ``seg.start:stop`` (the segment's active clients) replaced by its hook's direction."""
+        a, n = seg.start, stop - seg.start
+        views = {name: s[:n] for name, s in seg.state.items()}
+        at = getattr(seg.hook, "gradient_at", None)
+        if at is not None:
+            reference = [v.contiguous() for v in self.model.views(views[at]).values()]
+            views["gradient_at"] = torch.cat([g.reshape(n, -1) for g in
+                                              self._gradient(reference, x[a:stop], y[a:stop])], dim=1)
+        out = seg.hook(t, flat_w[a:stop], d[a:stop], w0[a:stop], views)
+        if n == len(d):
+            return out
+        d[a:stop] = out
+        return d
+
     # -- public --------------------------------------------------------------------------------------
     def run(self, start: Tensor, batches: Tensor, steps, lr, weight_decay=0.0, *,
             hook: Correction | None = None, state: dict[str, Tensor] | None = None,
-            generator: torch.Generator | None = None) -> Tensor:
+            groups: Sequence[HookGroup] | None = None, generator: torch.Generator | None = None) -> Tensor:
         """Train C clients; return their final parameters ``(C, P)``.
 
         ``start`` ``(C, P)``; ``batches`` ``(C, S, B)`` train indices (client c uses ``batches[c, t]`` at
         step t), or ``(C, S, B, 2)`` (index, augmentation bits) pairs (:class:`afl.streams.ClientStreams`);
         ``steps`` ``(C,)`` integers in ``[0, S]``; ``lr`` and ``weight_decay`` scalars or ``(C,)``; ``state``
-        per-client ``(C, P)`` tensors handed to ``hook`` and updated in place.
+        per-client ``(C, P)`` tensors handed to ``hook`` and updated in place. ``groups`` instead of ``hook`` and
+        ``state``: clients with different hooks in one call (:class:`HookGroup`; their gradients are computed
+        together, each hook corrects its own rows).
         """
         C, P = start.shape
         check(P == self.model.size, "start", tuple(start.shape), f"(C, {self.model.size})")
@@ -305,22 +342,63 @@ class LocalSGD:
             raise ParameterError("lr", lr.tolist(), "non-negative learning rates")
         wd = self._per_client(weight_decay, C, "weight_decay")
         wd = wd if bool((wd != 0).any()) else None
-        state = dict(state or {})
-        for name, s in state.items():
-            check(s.shape == start.shape, f"state[{name!r}]", tuple(s.shape), f"{tuple(start.shape)}")
+        if groups is None:
+            groups = [HookGroup(torch.arange(C), hook, dict(state or {}))]
+        else:
+            check(hook is None and state is None, "hook", hook, "None when groups are given (each group has its own)")
+        group_of, row_of = self._check_groups(groups, C, start)
 
-        order = torch.argsort(steps, descending=True, stable=True)
+        # most steps first (the active clients are a prefix), clients of one group next to each other
+        by_group = torch.argsort(group_of, stable=True)
+        order = by_group[torch.argsort(steps[by_group], descending=True, stable=True)]
         out = torch.empty_like(start)
         for lo in range(0, C, self.chunk):
             sel = order[lo:lo + self.chunk]
             sel_dev = sel.to(self.device)
-            chunk_state = {n: s.index_select(0, sel_dev) for n, s in state.items()}
+            segments, chunk_states = self._segments(groups, group_of[sel], row_of[sel])
             out[sel_dev] = self._run_sorted(
                 start.index_select(0, sel_dev), batches.index_select(0, sel_dev.to(batches.device)).to(self.device),
-                steps[sel].tolist(), lr[sel_dev], None if wd is None else wd[sel_dev], hook, chunk_state, generator)
-            for n, s in state.items():
-                s[sel_dev] = chunk_state[n]
+                steps[sel].tolist(), lr[sel_dev], None if wd is None else wd[sel_dev], segments, generator)
+            for group, (rows, chunk_state) in zip(groups, chunk_states):
+                for name, s in group.state.items():
+                    s[rows] = chunk_state[name]
         return out
+
+    def _check_groups(self, groups: Sequence[HookGroup], C: int, start: Tensor) -> tuple[Tensor, Tensor]:
+        """Each client's group and its row in the group's state, checking that the groups partition the clients."""
+        group_of = torch.full((C,), -1, dtype=torch.long)
+        row_of = torch.zeros(C, dtype=torch.long)
+        for g, group in enumerate(groups):
+            rows = torch.as_tensor(group.rows, dtype=torch.long).reshape(-1).cpu()
+            check(bool(((rows >= 0) & (rows < C)).all()) and bool((group_of[rows] == -1).all())
+                  and len(rows.unique()) == len(rows), f"groups[{g}].rows", rows.tolist(),
+                  f"distinct client indices in [0, {C}) that no other group holds")
+            group_of[rows], row_of[rows] = g, torch.arange(len(rows))
+            for name, s in group.state.items():
+                check(s.shape == (len(rows), start.shape[1]), f"groups[{g}].state[{name!r}]", tuple(s.shape),
+                      f"({len(rows)}, {start.shape[1]})")
+        missing = torch.nonzero(group_of == -1).flatten().tolist()
+        check(not missing, "groups", f"no group for clients {missing}", "groups that together hold every client")
+        return group_of, row_of
+
+    def _segments(self, groups, group_of: Tensor, row_of: Tensor) -> tuple[list[_Segment], list]:
+        """For one chunk (its clients' groups and rows in their groups' state, in the chunk's order): the runs of
+        consecutive clients of one group that has a hook, with views of their state rows, and for every group its
+        rows in this chunk and the chunk's copy of their state (written back after the chunk)."""
+        chunk_states = []
+        for g, group in enumerate(groups):
+            rows = row_of[group_of == g].to(self.device)
+            chunk_states.append((rows, {n: s.index_select(0, rows) for n, s in group.state.items()}))
+        segments, seen = [], [0] * len(groups)
+        values, counts = torch.unique_consecutive(group_of, return_counts=True)
+        a = 0
+        for g, n in zip(values.tolist(), counts.tolist()):
+            if groups[g].hook is not None:
+                state = {name: s[seen[g]:seen[g] + n] for name, s in chunk_states[g][1].items()}
+                segments.append(_Segment(a, a + n, groups[g].hook, state))
+            seen[g] += n
+            a += n
+        return segments, chunk_states
 
     def _client_batches(self, params: Tensor, parts: list[Tensor]):
         """Yield ``(sel, share, views, x, y)``: clients ``sel`` with a chunk of their samples, their models' views,

@@ -3,12 +3,12 @@
 An algorithm does not train a client when it dispatches it: it submits a job (client, start parameters,
 steps, learning rate, correction hook) and asks for the job's result only when its simulated clock needs
 it. Evaluations of the server model are lazy too. Asking for any result runs every pending job and
-evaluation at once (:func:`run_pending`): jobs through :class:`~afl.engine.LocalSGD` grouped by hook, in
-memory-bounded chunks, evaluations as one stack of models.
+evaluation at once (:func:`run_pending`): jobs through :class:`~afl.engine.LocalSGD`, those of different hooks in
+one call, in memory-bounded chunks, evaluations as one stack of models.
 
 Inside a fleet (:mod:`afl.fleet`) a run that asks for a result waits instead, and the fleet runs the pending
 work of all its waiting runs together: :func:`run_pending` of all their queues, where jobs of interchangeable
-engines (:attr:`LocalSGD.signature`) and equal hooks share one engine call.
+engines (:attr:`LocalSGD.signature`) share one engine call, whatever their hooks.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from .data.augment import augment_noise
-from .engine import Correction, LocalSGD
+from .engine import Correction, HookGroup, LocalSGD
 from .errors import check
 from .streams import ClientStreams
 
@@ -91,8 +91,9 @@ class JobQueue:
 
         ``batches`` ``(>= steps, B)``: the mini-batches to use (e.g. drawn when the client started); by
         default the next ``steps`` batches of the client's stream, drawn now. Batches without augmentation
-        bits get them now, from the queue's seeded generator, if the dataset augments. ``hook``: jobs with
-        equal hooks (the same function, or equal frozen dataclasses) are trained in one engine call.
+        bits get them now, from the queue's seeded generator, if the dataset augments. ``hook``: the job's
+        correction (:class:`~afl.engine.Correction`); jobs of any hooks share engine calls, and those with equal
+        hooks (the same function, or equal frozen dataclasses) one :class:`~afl.engine.HookGroup`.
         """
         check(0 <= client < len(self.streams), "client", client, f"an index in [0, {len(self.streams)})")
         check(int(steps) == steps and steps >= 0, "steps", steps, "a non-negative integer")
@@ -139,7 +140,8 @@ def _enlist(queue: JobQueue) -> None:
 
 def run_pending(queues: list[JobQueue]) -> None:
     """Run the pending jobs and evaluations of ``queues``: one engine call per group of interchangeable engines
-    (equal :attr:`~afl.engine.LocalSGD.signature`), hook and state names; one evaluation per engine group.
+    (equal :attr:`~afl.engine.LocalSGD.signature`), whatever the jobs' hooks (a :class:`~afl.engine.HookGroup`
+    for each hook and set of state names); one evaluation per engine group.
 
     A group that fails is run again queue by queue, so that bad input of one run (one queue) fails only that
     run: its jobs and evaluations keep the error and raise it when their result is asked for.
@@ -148,8 +150,7 @@ def run_pending(queues: list[JobQueue]) -> None:
     evaluations: dict[tuple, list[Evaluation]] = {}
     for q in queues:
         for job in q.pending:
-            key = (q.engine.signature, job.hook, tuple(sorted(job.state or {})))
-            groups.setdefault(key, []).append(job)
+            groups.setdefault(q.engine.signature, []).append(job)
         for ev in q.evaluations:
             evaluations.setdefault(q.engine.signature, []).append(ev)
         q.pending, q.evaluations = [], []
@@ -191,13 +192,19 @@ def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
     for i, j in enumerate(jobs):
         batches[i, :j.steps] = j.batches
     start = torch.stack([j.start for j in jobs])
-    state = {k: torch.stack([j.state[k] for j in jobs]) for k in (jobs[0].state or {})}
+    kinds: dict[tuple, list[int]] = {}              # jobs with equal hooks and state names share a HookGroup
+    for i, j in enumerate(jobs):
+        kinds.setdefault((j.hook, tuple(sorted(j.state or {}))), []).append(i)
+    groups = [HookGroup(rows, hook, {k: torch.stack([jobs[i].state[k] for i in rows]) for k in names})
+              for (hook, names), rows in kinds.items()]
     out = engine.run(start, batches, [j.steps for j in jobs], [j.lr for j in jobs],
-                     [j.weight_decay for j in jobs], hook=jobs[0].hook, state=state)
+                     [j.weight_decay for j in jobs], groups=groups)
+    for group in groups:
+        for row, i in enumerate(group.rows):
+            for k, s in group.state.items():
+                jobs[i].state[k].copy_(s[row])
     for i, j in enumerate(jobs):
         j._out = out[i].clone()         # not a view: a view would keep the whole chunk alive until its last job is read
-        for k in state:
-            j.state[k].copy_(state[k][i])
         j.start = j.batches = None
         j._queue.client_steps += j.steps
 

@@ -54,6 +54,25 @@ def test_lattice_wraps_around_beyond_radius_and_overflow_flags_exactly_those_coo
     assert float((out[far] - key[far]).abs().max()) <= period / 2 + 1e-5     # it lands next to the key
 
 
+@pytest.mark.parametrize("bits, step, key_dtype", [(6, 0.01, torch.float32), (14, 1e-4, torch.float64),
+                                                   (1, 0.25, torch.float32)])
+def test_lattice_one_pass_round_trip_equals_encode_then_decode(bits, step, key_dtype):
+    """The simulation's one float64 pass gives bit for bit what the int64 codes on the wire decode to, and counts
+    the coordinates that wrapped around, also when one vector is sent to many receivers (QuAFL's broadcast)."""
+    q = LatticeQuantizer(bits, step)
+    g = torch.Generator().manual_seed(bits)
+    key = torch.randn(3, 700, generator=g, dtype=torch.float64).to(key_dtype)
+    x = key + 1.5 * q.radius * torch.randn(3, 700, generator=g, dtype=torch.float64).to(key_dtype)
+    for sent, receiver in ((x, key), (x[0], key), (x, key[0])):
+        want = q.decode(q.encode(sent), receiver)
+        got, overflows = q.roundtrip_counting_overflows(sent, receiver)
+        assert got.dtype == want.dtype == key_dtype and torch.equal(got, want)
+        assert torch.equal(q.roundtrip(sent, receiver), want)
+        assert 0 < overflows == int(q.overflow(sent, receiver).sum()) < want.numel()   # some wrapped, not all
+        z = q._ints(sent)
+        assert overflows == int((q._decode_ints(torch.remainder(z, q.modulus), receiver) != z).sum())  # int64 codes
+
+
 def test_lattice_decoding_needs_a_key_and_keeps_the_key_dtype():
     q = LatticeQuantizer(10, 1e-3)
     with pytest.raises(ParameterError, match="key"):

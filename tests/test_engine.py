@@ -5,12 +5,13 @@ rounding that differs between two correct computations (a grouped and a single c
 AVX-512 kernels) can send it to another branch at a near-tie (see ``tests/test_models.py``).
 """
 import copy
+import re
 
 import pytest
 import torch
 from torch import nn
 
-from afl.engine import FlatModel, LocalSGD
+from afl.engine import FlatModel, HookGroup, LocalSGD
 from afl.errors import ParameterError
 from afl.jobs import JobQueue
 from afl.models import build_model
@@ -125,6 +126,69 @@ def check_against_oracle(data, module, strategy, use_hook):
     torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
     assert torch.equal(got[1], start[1])              # zero steps: untouched
     assert not torch.allclose(got[0], start[0])       # the test can fail: training moved the client
+
+
+class PullToReference:
+    """A MIME-like hook: ``d + shift - grad f(reference)`` (the engine passes that gradient as ``gradient_at``)."""
+
+    gradient_at = "reference"
+
+    def __call__(self, t, w, d, w0, state):
+        state["sum"] += d
+        return d + state["shift"] - state["gradient_at"]
+
+
+GROUPED = [(afl_mlp, "mlp"), (afl_mlp, "vmap"), (afl_mlp, "loop"), (char_lstm, "lstm")]
+
+
+@pytest.mark.parametrize("make, strategy", GROUPED, ids=[s for _, s in GROUPED])
+def test_clients_of_different_hooks_train_in_one_call_as_apart(make, strategy):
+    """Groups of clients with different hooks (none, heavy ball, a gradient at a reference model), interleaved in
+    the call and with unequal steps, give each client and each state what a call per group gives."""
+    module = make()
+    data = TinyTokens() if make is char_lstm else Tiny((3, 2, 2))
+    C, S, B = 8, 5, 8
+    g = torch.Generator().manual_seed(5)
+    P = FlatModel(module).size
+    start = FlatModel(module).flatten() + 0.05 * torch.randn(C, P, generator=g, dtype=F64)
+    batches = torch.randint(0, len(data.train_y), (C, S, B), generator=g)
+    steps = torch.tensor([5, 3, 0, 5, 2, 5, 1, 4])
+    lr = torch.linspace(0.05, 0.3, C, dtype=F64)
+    wd = torch.tensor([0.0, 1e-3] * 4, dtype=F64)
+    rows = [[0, 4], [6, 1, 3], [7, 2, 5]]
+    hooks = [None, heavy_ball(0.9), PullToReference()]
+
+    def states(group, rows):
+        return [{}, {"m": 0.1 * torch.randn(len(rows), P, generator=torch.Generator().manual_seed(1), dtype=F64)},
+                {"shift": torch.full((len(rows), P), 0.01, dtype=F64), "sum": torch.zeros(len(rows), P, dtype=F64),
+                 "reference": start[rows].flip(0)}][group]
+
+    engine = LocalSGD(module, data, batch_size=B, strategy=strategy)
+    groups = [HookGroup(r, h, states(i, r)) for i, (r, h) in enumerate(zip(rows, hooks))]
+    got = engine.run(start, batches, steps, lr, wd, groups=groups)
+    for i, (r, hook) in enumerate(zip(rows, hooks)):
+        state = states(i, r)
+        apart = engine.run(start[r], batches[r], steps[r], lr[r], wd[r], hook=hook, state=state)
+        torch.testing.assert_close(got[r], apart, rtol=1e-9, atol=1e-10)
+        for name in state:
+            torch.testing.assert_close(groups[i].state[name], state[name], rtol=1e-9, atol=1e-10)
+    assert groups[2].state["sum"].abs().sum() > 0           # the hooks ran: their state moved
+    assert not torch.allclose(got[r], LocalSGD(module, data, B, strategy=strategy).run(
+        start[r], batches[r], steps[r], lr[r], wd[r]))       # and changed the result (the test can fail)
+
+
+@pytest.mark.parametrize("groups, name", [
+    (lambda P: [HookGroup([0, 1]), HookGroup([1, 2])], "groups[1].rows"),
+    (lambda P: [HookGroup([0, 1])], "groups"),
+    (lambda P: [HookGroup([0, 1, 2], heavy_ball(0.9), {"m": torch.zeros(2, P, dtype=F64)})], "groups[0].state['m']"),
+])
+def test_bad_hook_groups_name_the_parameter(groups, name):
+    module, data = mlp(), Tiny((3, 2, 2))
+    engine = LocalSGD(module, data, 8)
+    P = engine.model.size
+    start = FlatModel(module).flatten().expand(3, -1).clone()
+    with pytest.raises(ParameterError, match=re.escape(name)):
+        engine.run(start, torch.zeros(3, 1, 8, dtype=torch.long), [1, 1, 1], 0.1, groups=groups(P))
 
 
 @pytest.mark.parametrize("strategy", ["vmap", "loop"])

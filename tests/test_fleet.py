@@ -64,14 +64,15 @@ def test_fleet_equals_one_by_one_and_batches_across_runs(momentum_fedavg, monkey
     calls, real = [], afl.jobs._train
 
     def spy(jobs):
-        calls.append({id(j._queue) for j in jobs})
+        calls.append(({id(j._queue) for j in jobs}, {j.hook for j in jobs}))
         real(jobs)
     monkeypatch.setattr(afl.jobs, "_train", spy)
     outcomes = run_fleet([(run, lambda run=run: simulate(*run)) for run in runs])
     assert [o.key for o in outcomes] == runs and all(o.ok for o in outcomes)
     for o in outcomes:
         assert_same(o.value, alone[o.key])
-    assert max(len(queues) for queues in calls) >= 4          # one engine call trained several runs' jobs
+    assert max(len(queues) for queues, _ in calls) >= 4       # one engine call trained several runs' jobs,
+    assert max(len(hooks) for _, hooks in calls) == 2         # those with and without the momentum hook together
 
 
 def test_fleet_size_bounds_the_live_runs():

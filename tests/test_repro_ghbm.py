@@ -201,3 +201,21 @@ def test_a_bf16_result_says_so_in_its_report_and_title():
     assert "bfloat16" not in "\n".join(heading(fp32)) and title_tag(fp32) == ""
     with pytest.raises(ParameterError, match="precision"):
         ghbm.setting("ghbm-table2", quick=True, precision="fp16")
+
+
+def test_a_fleet_trains_a_round_of_every_method_in_one_engine_call(synthetic):
+    """The methods' different correction hooks (none, momentum, control variates, FedHBM's pull) share the engine:
+    one call a round for the whole grid, against one per run and round alone (``afl bench fleet``)."""
+    from afl.bench import bench_fleet
+    methods = ("fedavg", "fedcm", "scaffold", "fedhbm")
+    row = bench_fleet("ghbm-table2", overrides=dict(TINY, methods=methods, splits=("noniid",)))
+    assert row["runs"] == len(methods) and row["failed_runs"] == 0
+    assert row["sequential_engine_calls"] == len(methods) * TINY["rounds"]
+    assert row["fleet_engine_calls"] == TINY["rounds"]
+    assert row["max_final_accuracy_gap"] < 0.05
+
+
+def test_bench_fleet_names_the_grids_it_can_run():
+    from afl.bench import bench_fleet
+    with pytest.raises(ParameterError, match="grid"):
+        bench_fleet("ghbm-quadratic")

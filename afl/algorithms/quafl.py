@@ -64,19 +64,21 @@ class QuAFL(ClockedLearner):
     def upload(self, clients, local, start, steps):
         if self.quantizer is None:
             return local
-        q, key = self.quantizer, self.w                     # the server's w_{t-1} decodes the uploads
-        if isinstance(q, LatticeQuantizer):
-            self.history.counters["lattice_overflows"] += int(q.overflow(local, key).sum())
-        return q.decode(q.encode(local), key)
+        return self._transmit(local, key=self.w)            # the server's w_{t-1} decodes the uploads
 
     def restart(self, clients, local, w_old, w_new):
         if self.quantizer is None:
             return mix_with_server(w_old, local, self.s)
-        q = self.quantizer
-        if isinstance(q, LatticeQuantizer):
-            self.history.counters["lattice_overflows"] += int(q.overflow(w_old, local).sum())
-        received = q.decode(q.encode(w_old), local)          # one broadcast, decoded by each client's own model
+        received = self._transmit(w_old, key=local)          # one broadcast, decoded by each client's own model
         return mix_with_server(received, local, self.s)
+
+    def _transmit(self, x, key):
+        """What the receiver decodes of ``x`` with its ``key``; the lattice's wrap-arounds are counted."""
+        if isinstance(self.quantizer, LatticeQuantizer):
+            received, overflows = self.quantizer.roundtrip_counting_overflows(x, key)
+            self.history.counters["lattice_overflows"] += overflows
+            return received
+        return self.quantizer.roundtrip(x, key)
 
     def message_bytes(self) -> int:
         if self.quantizer is None:

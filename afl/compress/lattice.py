@@ -70,16 +70,41 @@ class LatticeQuantizer(Quantizer):
         return codes + self.modulus * wraps
 
     def decode(self, msg: Encoded, key: Tensor | None = None) -> Tensor:
+        return self._points(self._decode_ints(msg.codes, self._key(key)).to(torch.float64), key)
+
+    def _key(self, key: Tensor | None) -> Tensor:
         if key is None:
             raise ParameterError("key", None, "the receiver's own vector (the lattice decoder needs a key)")
-        dtype = key.dtype if key.is_floating_point() else torch.float32
-        return (self._decode_ints(msg.codes, key).to(torch.float64) * self.step).to(dtype)
+        return key
+
+    def _points(self, z: Tensor, key: Tensor) -> Tensor:
+        """Lattice integers ``z`` as points ``step z``, in the key's float dtype."""
+        return (z * self.step).to(key.dtype if key.is_floating_point() else torch.float32)
+
+    def _sent_and_decoded(self, x: Tensor, key: Tensor) -> tuple[Tensor, Tensor]:
+        """``round(x / step)`` and the integer the receiver decodes from its code with ``key``, in one float64 pass
+        (what encode, then decode compute in int64: exact, the modulus being a power of two, while
+        ``|x| / step < 2^53``)."""
+        z = torch.round(x.to(torch.float64) / self.step)
+        codes = torch.remainder(z, self.modulus)
+        k = key.to(torch.float64) / self.step
+        return z, codes + self.modulus * torch.round((k - codes) / self.modulus)
+
+    def roundtrip(self, x: Tensor, key: Tensor | None = None) -> Tensor:
+        """``decode(encode(x), key)`` in one pass."""
+        return self._points(self._sent_and_decoded(x, self._key(key))[1], key)
+
+    def roundtrip_counting_overflows(self, x: Tensor, key: Tensor) -> tuple[Tensor, int]:
+        """``roundtrip(x, key)`` and the number of coordinates that wrapped around (``overflow(x, key).sum()``),
+        from one pass: a simulation's diagnostic at no extra cost."""
+        z, decoded = self._sent_and_decoded(x, self._key(key))
+        return self._points(decoded, key), int((decoded != z).sum())
 
     def overflow(self, x: Tensor, key: Tensor) -> Tensor:
         """Boolean mask (broadcast shape of ``x`` and ``key``): where ``decode(encode(x), key)`` is not
         ``step round(x / step)`` because ``x`` lies too far from ``key`` (the code wrapped around)."""
-        z = self._ints(x)
-        return self._decode_ints(torch.remainder(z, self.modulus), key) != z
+        z, decoded = self._sent_and_decoded(x, self._key(key))
+        return decoded != z
 
     def _params(self) -> tuple:
         return (self.q, self.step)
