@@ -370,9 +370,10 @@ class LocalSGD:
         row_of = torch.zeros(C, dtype=torch.long)
         for g, group in enumerate(groups):
             rows = torch.as_tensor(group.rows, dtype=torch.long).reshape(-1).cpu()
-            check(bool(((rows >= 0) & (rows < C)).all()) and bool((group_of[rows] == -1).all())
-                  and len(rows.unique()) == len(rows), f"groups[{g}].rows", rows.tolist(),
-                  f"distinct client indices in [0, {C}) that no other group holds")
+            if not (bool(((rows >= 0) & (rows < C)).all()) and bool((group_of[rows] == -1).all())
+                    and len(rows.unique()) == len(rows)):
+                raise ParameterError(f"groups[{g}].rows", rows.tolist(),
+                                     f"distinct client indices in [0, {C}) that no other group holds")
             group_of[rows], row_of[rows] = g, torch.arange(len(rows))
             for name, s in group.state.items():
                 check(s.shape == (len(rows), start.shape[1]), f"groups[{g}].state[{name!r}]", tuple(s.shape),
