@@ -64,13 +64,14 @@ class LatticeQuantizer(Quantizer):
     def _read(self, r, d):
         return Encoded(torch.from_numpy(r.uint(d, self.q).astype(np.int64)), d)
 
-    def _decode_ints(self, codes: Tensor, key: Tensor) -> Tensor:
-        k = key.to(torch.float64) / self.step
-        wraps = torch.round((k - codes.to(torch.float64)) / self.modulus).to(torch.int64)
-        return codes + self.modulus * wraps
+    def _decoded(self, codes: Tensor, key: Tensor) -> Tensor:
+        """The integer congruent to each code mod ``2^bits`` nearest to ``key / step``, in float64 (exact for
+        integers below 2^53, the modulus being a power of two)."""
+        codes = codes.to(torch.float64)
+        return codes + self.modulus * torch.round((key.to(torch.float64) / self.step - codes) / self.modulus)
 
     def decode(self, msg: Encoded, key: Tensor | None = None) -> Tensor:
-        return self._points(self._decode_ints(msg.codes, self._key(key)).to(torch.float64), key)
+        return self._points(self._decoded(msg.codes, self._key(key)), key)
 
     def _key(self, key: Tensor | None) -> Tensor:
         if key is None:
@@ -83,12 +84,9 @@ class LatticeQuantizer(Quantizer):
 
     def _sent_and_decoded(self, x: Tensor, key: Tensor) -> tuple[Tensor, Tensor]:
         """``round(x / step)`` and the integer the receiver decodes from its code with ``key``, in one float64 pass
-        (what encode, then decode compute in int64: exact, the modulus being a power of two, while
-        ``|x| / step < 2^53``)."""
+        without the int64 codes of the wire (equal to them while ``|x| / step < 2^53``)."""
         z = torch.round(x.to(torch.float64) / self.step)
-        codes = torch.remainder(z, self.modulus)
-        k = key.to(torch.float64) / self.step
-        return z, codes + self.modulus * torch.round((k - codes) / self.modulus)
+        return z, self._decoded(torch.remainder(z, self.modulus), key)
 
     def roundtrip(self, x: Tensor, key: Tensor | None = None) -> Tensor:
         """``decode(encode(x), key)`` in one pass."""
