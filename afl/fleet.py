@@ -3,8 +3,9 @@
 The runs of a table are independent, and each spends its time asking the engine for a few clients' local
 training (FAVAS: the s = 20 contacted clients of one server step). A fleet runs such runs side by side and
 trains *all* their pending jobs together: when every live run is waiting for a result, the pending jobs of
-all of them go to the engine in one call per group of interchangeable engines (whatever their hooks), and the due
-evaluations in one stack of models (:func:`afl.jobs.run_pending`); then every run goes on.
+all of them go to the engine in one call per group of interchangeable engines (whatever their hooks), the due
+evaluations in one stack of models and MIME's full-batch gradients in one call (:func:`afl.jobs.run_pending`);
+then every run goes on.
 
 How: each run is an ordinary simulation in a thread of its own, its algorithm code unchanged. Where it
 would train its pending jobs (:meth:`afl.jobs.JobQueue.flush`) it hands control back to the fleet and waits.

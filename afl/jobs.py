@@ -2,9 +2,10 @@
 
 An algorithm does not train a client when it dispatches it: it submits a job (client, start parameters,
 steps, learning rate, correction hook) and asks for the job's result only when its simulated clock needs
-it. Evaluations of the server model are lazy too. Asking for any result runs every pending job and
-evaluation at once (:func:`run_pending`): jobs through :class:`~afl.engine.LocalSGD`, those of different hooks in
-one call, in memory-bounded chunks, evaluations as one stack of models.
+it. Evaluations of the server model and clients' full-batch gradients (MIME's) are lazy too. Asking for any
+result runs all pending work at once (:func:`run_pending`): jobs through :class:`~afl.engine.LocalSGD`, those of
+different hooks in one call, in memory-bounded chunks, evaluations as one stack of models, full-batch gradients in
+one call.
 
 Inside a fleet (:mod:`afl.fleet`) a run that asks for a result waits instead, and the fleet runs the pending
 work of all its waiting runs together: :func:`run_pending` of all their queues, where jobs of interchangeable
@@ -72,8 +73,23 @@ class Evaluation(_Pending):
         return self._get()
 
 
+class FullGradient(_Pending):
+    """Clients' full-batch gradients, each at its own model (:meth:`~afl.engine.LocalSGD.full_gradient`), computed
+    with the next flush; ``value()`` ``(C, P)``."""
+
+    __slots__ = ("params", "parts")
+
+    def __init__(self, queue, params: Tensor, parts: list[Tensor]):
+        super().__init__(queue)
+        self.params, self.parts = params, parts
+
+    def value(self) -> Tensor:
+        return self._get()
+
+
 class JobQueue:
-    """Collects a run's jobs and evaluations and runs all pending ones together when a result is needed."""
+    """Collects a run's jobs, evaluations and full-batch gradients and runs all pending ones together when a
+    result is needed."""
 
     def __init__(self, engine: LocalSGD, streams: ClientStreams, seed: int = 0):
         check(streams.batch_size == engine.batch_size, "streams.batch_size", streams.batch_size,
@@ -81,6 +97,7 @@ class JobQueue:
         self.engine, self.streams = engine, streams
         self.pending: list[Job] = []
         self.evaluations: list[Evaluation] = []
+        self.gradients: list[FullGradient] = []
         self.client_steps = 0
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -116,6 +133,15 @@ class JobQueue:
         _enlist(self)
         return ev
 
+    def full_gradient(self, params: Tensor, parts: list[Tensor]) -> FullGradient:
+        """Each client's full-batch gradient at its model ``params[c]`` over its samples ``parts[c]`` (a copy of
+        ``params`` is kept), computed with the next flush. In a fleet, all waiting runs' requests go in one engine
+        call: MIME's rounds start with one, and each alone is a few launch-bound passes on a GPU."""
+        request = FullGradient(self, params.detach().clone(), list(parts))
+        self.gradients.append(request)
+        _enlist(self)
+        return request
+
     def cancel_jobs(self) -> None:
         """Drop the pending jobs (a run that has ended never needs them); their ``result()`` raises."""
         for job in self.pending:
@@ -139,25 +165,23 @@ def _enlist(queue: JobQueue) -> None:
 
 
 def run_pending(queues: list[JobQueue]) -> None:
-    """Run the pending jobs and evaluations of ``queues``: one engine call per group of interchangeable engines
-    (equal :attr:`~afl.engine.LocalSGD.signature`), whatever the jobs' hooks (a :class:`~afl.engine.HookGroup`
-    for each hook and set of state names); one evaluation per engine group.
+    """Run the pending jobs, evaluations and full-batch gradients of ``queues``: one engine call per group of
+    interchangeable engines (equal :attr:`~afl.engine.LocalSGD.signature`), whatever the jobs' hooks (a
+    :class:`~afl.engine.HookGroup` for each hook and set of state names); one evaluation and one full-gradient
+    call per engine group.
 
     A group that fails is run again queue by queue, so that bad input of one run (one queue) fails only that
     run: its jobs and evaluations keep the error and raise it when their result is asked for.
     """
-    groups: dict[tuple, list[Job]] = {}
-    evaluations: dict[tuple, list[Evaluation]] = {}
+    work = {_train: {}, _full_gradients: {}, _evaluate: {}}
     for q in queues:
-        for job in q.pending:
-            groups.setdefault(q.engine.signature, []).append(job)
-        for ev in q.evaluations:
-            evaluations.setdefault(q.engine.signature, []).append(ev)
-        q.pending, q.evaluations = [], []
-    for items in groups.values():
-        _isolated(_train, items)
-    for items in evaluations.values():
-        _isolated(_evaluate, items)
+        for kind, items in ((_train, q.pending), (_full_gradients, q.gradients), (_evaluate, q.evaluations)):
+            for item in items:
+                work[kind].setdefault(q.engine.signature, []).append(item)
+        q.pending, q.gradients, q.evaluations = [], [], []
+    for kind, groups in work.items():
+        for items in groups.values():
+            _isolated(kind, items)
 
 
 def _isolated(work, items: list) -> None:
@@ -207,6 +231,13 @@ def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
         j._out = out[i].clone()         # not a view: a view would keep the whole chunk alive until its last job is read
         j.start = j.batches = None
         j._queue.client_steps += j.steps
+
+
+def _full_gradients(requests: list[FullGradient]) -> None:
+    out = requests[0]._queue.engine.full_gradient(torch.cat([r.params for r in requests]),
+                                                  [p for r in requests for p in r.parts])
+    for r, g in zip(requests, out.split([len(r.parts) for r in requests])):
+        r._out, r.params, r.parts = g.clone(), None, None
 
 
 def _evaluate(evaluations: list[Evaluation]) -> None:

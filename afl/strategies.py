@@ -139,7 +139,13 @@ class LoopStrategy(Strategy):
 class LSTMStrategy(Strategy):
     """:class:`afl.models.CharLSTM` for k clients at once: :class:`afl.models.StackedLSTM`'s recurrence with
     ``(k, ...)`` parameters, every matmul a batched one (``baddbmm``), the embedding ``onehot(x) E`` (a matmul,
-    so that its gradient is one too, in a fixed order)."""
+    so that its gradient is one too, in a fixed order).
+
+    On a GPU the cell's pointwise part runs as one kernel forward and one backward (``fused_cell``: PyTorch's own
+    LSTM cell kernel, the one ``nn.LSTMCell`` uses, on the clients' gate pre-activations). By count that is about
+    25 kernel launches fewer per cell, some 4,000 per step of the two-layer LSTM on 80 characters, and launches,
+    not arithmetic, bound a step at the few hundred clients a round trains (an H100: 647 -> 1,101 client-steps/s
+    at 50 clients). Same maths as :func:`afl.models.lstm_cell`, which stays the path on a CPU."""
 
     name = "lstm"
 
@@ -149,6 +155,7 @@ class LSTMStrategy(Strategy):
             raise ParameterError("strategy", self.name, f"'vmap' or 'loop' for a {type(module).__name__} "
                                  "(the 'lstm' strategy trains afl.models.CharLSTM)")
         self.layers = module.lstm.num_layers
+        self.fused_cell = hasattr(torch.ops.aten, "_thnn_fused_lstm_cell")    # used where tensors are on a GPU
 
     def forward(self, params, x, shared_input=False):
         emb = params["embedding.weight"]                                   # (k, V, E)
@@ -156,16 +163,21 @@ class LSTMStrategy(Strategy):
         if shared_input:
             x = x.expand(k, *x.shape)
         _, B, T = x.shape
+        fused = self.fused_cell and emb.is_cuda
         h_in = torch.bmm(nn.functional.one_hot(x.reshape(k, B * T), V).to(emb.dtype), emb)   # (k, B T, E)
         for layer in range(self.layers):
             w_ih, w_hh = params[f"lstm.weight_ih_l{layer}"], params[f"lstm.weight_hh_l{layer}"]
             bias = params[f"lstm.bias_ih_l{layer}"] + params[f"lstm.bias_hh_l{layer}"]
-            xg = torch.baddbmm(bias.unsqueeze(1), h_in, w_ih.transpose(1, 2)).view(k, B, T, -1).unbind(2)
+            xg = torch.baddbmm(bias.unsqueeze(1), h_in, w_ih.transpose(1, 2)).view(k, B, T, -1)
+            xg = xg.permute(2, 0, 1, 3).contiguous().unbind(0) if fused else xg.unbind(2)   # T x (k, B, 4H)
             top = layer == self.layers - 1
             h = c = None
             outs = []
             for t in range(T):
-                h, c = lstm_cell(xg[t] if h is None else torch.baddbmm(xg[t], h, w_hh.transpose(1, 2)), c)
+                if fused:
+                    h, c = _fused_cell(xg[t], None if h is None else torch.bmm(h, w_hh.transpose(1, 2)), c)
+                else:
+                    h, c = lstm_cell(xg[t] if h is None else torch.baddbmm(xg[t], h, w_hh.transpose(1, 2)), c)
                 if not top:
                     outs.append(h)
             if not top:
@@ -174,6 +186,19 @@ class LSTMStrategy(Strategy):
 
     def gradient(self, params, x, y):
         return self._autograd_gradient(params, x, y)
+
+
+def _fused_cell(input_gates: Tensor, hidden_gates: Tensor | None, c: Tensor | None) -> tuple[Tensor, Tensor]:
+    """:func:`afl.models.lstm_cell` of ``input_gates + hidden_gates`` (``(k, B, 4H)``; None: zero) and the cell
+    state ``c`` (None: zero) by PyTorch's fused CUDA kernel, which takes rows ``(N, 4H)``."""
+    k, B, G = input_gates.shape
+    if hidden_gates is None:
+        hidden_gates = torch.zeros_like(input_gates)
+    if c is None:
+        c = input_gates.new_zeros(k, B, G // 4)
+    h, c, _ = torch.ops.aten._thnn_fused_lstm_cell(input_gates.reshape(k * B, G), hidden_gates.reshape(k * B, G),
+                                                   c.reshape(k * B, G // 4))
+    return h.view(k, B, -1), c.view(k, B, -1)
 
 
 class FusedMLPStrategy(Strategy):

@@ -210,6 +210,8 @@ def test_reuse_takes_identical_runs_and_replot_computes_nothing(tiny_experiment,
     (out / "favas-fig1.md").unlink()
     assert main(["repro", "favas-fig1", "--out", str(out), "--replot"]) == 0
     assert (out / "favas-fig1.md").read_text().startswith("# favas-fig1")
+    assert "2 of the 2 runs taken from the --reuse results" in (out / "favas-fig1.md").read_text()
+    assert "--reuse results" not in (out / "favas-table2.md").read_text()
     assert main(["repro", "favas-fig2", "--out", str(tmp_path / "empty"), "--replot"]) == 2
 
 

@@ -418,3 +418,45 @@ def test_a_gpu_chunk_fills_the_memory_it_is_given(name):
     torch.cuda.synchronize()
     used = torch.cuda.max_memory_allocated() - before
     assert 0.5 * budget <= used <= budget, (k, used / 2 ** 30)
+
+
+def _on_cuda(data):
+    for attr in ("train_x", "train_y", "test_x", "test_y"):
+        setattr(data, attr, getattr(data, attr).cuda())
+    return data
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the fused LSTM cell runs only on a GPU")
+@pytest.mark.parametrize("layers", [1, 2])
+def test_lstm_fused_cuda_cell_trains_as_the_composed_cell(layers, monkeypatch):
+    """float64 on a GPU: local SGD through PyTorch's fused LSTM cell kernel equals it through afl.models.lstm_cell
+    (unequal steps, per-client lr), and the fused kernel is what a GPU engine runs."""
+    import afl.strategies as strategies
+    engine = LocalSGD(char_lstm(layers).cuda(), _on_cuda(TinyTokens()), 8, strategy="lstm", max_bytes=1 << 28)
+    calls = []
+    fused = strategies._fused_cell
+    monkeypatch.setattr(strategies, "_fused_cell", lambda *a: calls.append(1) or fused(*a))
+    g = torch.Generator().manual_seed(3)
+    start = engine.model.flatten().expand(3, -1) + 0.1 * torch.randn(3, engine.model.size, generator=g).double().cuda()
+    batches = torch.randint(0, 64, (3, 4, 8), generator=g).cuda()
+    args = (batches, [4, 2, 3], torch.tensor([0.5, 0.3, 0.8]))
+    assert engine.strategy.fused_cell
+    through_fused = engine.run(start.clone(), *args)
+    assert calls
+    engine.strategy.fused_cell = False
+    n = len(calls)
+    through_composed = engine.run(start.clone(), *args)
+    assert len(calls) == n
+    assert not torch.equal(through_fused, start)
+    torch.testing.assert_close(through_fused, through_composed, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the chunk is measured only on a GPU")
+def test_a_gpu_chunk_counts_memory_cached_by_pytorch_as_free():
+    """Freed tensors stay reserved by PyTorch's allocator: an engine built after them gets the same chunk."""
+    data = _on_cuda(Tiny((3, 32, 32), n=256, classes=10, dtype=torch.float32))
+    first = LocalSGD(build_model("cnn-cifar"), data, 64).chunk
+    blob = torch.empty(int(torch.cuda.mem_get_info()[0] * 0.6), dtype=torch.uint8, device="cuda")
+    del blob
+    assert torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > 0
+    assert LocalSGD(build_model("cnn-cifar"), data, 64).chunk >= 0.9 * first

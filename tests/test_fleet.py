@@ -75,6 +75,26 @@ def test_fleet_equals_one_by_one_and_batches_across_runs(momentum_fedavg, monkey
     assert max(len(hooks) for _, hooks in calls) == 2         # those with and without the momentum hook together
 
 
+def test_mime_in_a_fleet_equals_one_by_one_and_its_full_gradients_share_calls(monkeypatch):
+    """MIME's round starts with the sampled clients' full-batch gradients: in a fleet, one call for all runs."""
+    kw = dict(K=3, lr=0.05, s=3, timing="rounds", total_time=4, eval_every=2)
+    runs = [(name, seed) for name in ("mime", "mimemom") for seed in (0, 1)]
+    alone = {run: run_algorithm(run[0], federation(seed=run[1]), **kw) for run in runs}
+    calls, real = [], afl.jobs._full_gradients
+
+    def spy(requests):
+        calls.append(len(requests))
+        real(requests)
+    monkeypatch.setattr(afl.jobs, "_full_gradients", spy)
+    outcomes = run_fleet([(run, lambda run=run: run_algorithm(run[0], federation(seed=run[1]), **kw))
+                          for run in runs])
+    assert all(o.ok for o in outcomes)
+    for o in outcomes:
+        assert o.value["curve"]["accuracy"] == pytest.approx(alone[o.key]["curve"]["accuracy"], rel=1e-9)
+        torch.testing.assert_close(o.value["model"], alone[o.key]["model"], **TOL)
+    assert calls == [4] * 4                                   # 4 rounds, each one call for the 4 runs
+
+
 def test_fleet_size_bounds_the_live_runs():
     live, most = set(), []
 

@@ -32,6 +32,10 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
     assert (sh.model, sh.hyper, sh.local_steps, sh.batch, sh.rounds) == ("char-lstm", "shakespeare", 20, 100, 250)
     assert sh.run_kwargs("fedavg")[1]["lr"] == 1.0 and sh.run_kwargs("fedprox")[1]["mu"] == 1e-4
     assert ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare", rounds=500).rounds == 500
+    probe = ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare", retune=("fedcm.server_lr=1", "fedcm.alpha=0.2"))
+    assert probe.run_kwargs("fedcm")[1] | {"server_lr": 0.1, "alpha": 0.1} == sh.run_kwargs("fedcm")[1]
+    assert (probe.run_kwargs("fedcm")[1]["server_lr"], probe.run_kwargs("fedcm")[1]["alpha"]) == (1.0, 0.2)
+    assert probe.run_kwargs("fedcm-full")[1] == sh.run_kwargs("fedcm-full")[1]
     tau = ghbm.setting("ghbm-tau", quick=False)
     assert tau.taus == (1, 2, 5, 10, 20, 40) and tau.splits == ("noniid",)
 
@@ -39,7 +43,11 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
 @pytest.mark.parametrize("kw, name", [(dict(splits=("mixed",)), "splits"), (dict(splits=("alpha=-1",)), "splits"),
                                       (dict(methods=("fedsgd",)), "methods"), (dict(participation=0.0), "participation"),
                                       (dict(taus=(0,)), "taus"), (dict(dataset="cifar100"), "dataset"),
-                                      (dict(eval_every=0), "eval_every"), (dict(no_such=1), "setting field")])
+                                      (dict(eval_every=0), "eval_every"), (dict(no_such=1), "setting field"),
+                                      (dict(retune=("fedcm.server_lr",)), "retune"),
+                                      (dict(retune=("fedcm.mu=1",)), "retune.*'mu'"),
+                                      (dict(retune=("fedsgd.lr=1",)), "retune"),
+                                      (dict(retune=("fedcm.lr=fast",)), "retune")])
 def test_bad_settings_name_the_parameter(kw, name):
     with pytest.raises(ParameterError, match=name):
         ghbm.setting("ghbm-table2", quick=True, **kw)

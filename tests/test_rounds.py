@@ -300,8 +300,12 @@ def test_uniform_sampling_is_uniform():
     assert all(len(set(sampler(r))) == 10 for r in range(50))
 
 
-def test_engine_full_gradient_matches_autograd():
+@pytest.mark.parametrize("chunk", [1, 3, None])
+def test_engine_full_gradient_matches_autograd(chunk):
+    """In passes of one batch of 4 (chunk 1), of 6 samples a client (chunk 3), of all samples (the default)."""
     fed = federation()
+    if chunk is not None:
+        fed.engine.chunk = chunk
     loop = Loop(fed)
     params = torch.stack([fed.init, fed.init * 0.5])
     parts = [loop.parts[1], loop.parts[0]]                    # 60 and 20 samples: chunks of unequal count

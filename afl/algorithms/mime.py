@@ -48,7 +48,7 @@ class Mime(RoundLearner):
 
     def on_round(self, t, clients):
         parts = [self.queue.streams.parts[c] for c in clients]
-        self.c = self.fed.engine.full_gradient(self.w.expand(len(clients), -1), parts).mean(0)
+        self.c = self.queue.full_gradient(self.w.expand(len(clients), -1), parts).value().mean(0)
 
     def client_state(self, client):
         shift = self.c.clone() if self.corrected else torch.zeros_like(self.w)

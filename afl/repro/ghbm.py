@@ -88,6 +88,9 @@ PAPER = {
                     "localghbm": (51.2, 51.1), "fedhbm": (51.3, 51.4)},
 }
 
+#: methods a curve panel's own legend holds; more share one legend under the figure
+LEGEND_COLUMNS = 7
+
 #: per dataset: model, Table 7 column, local steps J and batch, rounds, test subset (None: all)
 DATASETS = {
     "cifar10-jpeg": dict(model="cnn-cifar", hyper="cnn", local_steps=8, batch=64, rounds=20000, test_samples=None),
@@ -108,7 +111,8 @@ class GhbmSetting:
     ``test_samples``: a fixed seeded subset of the test set (None: all of it). ``sampling``: ``"uniform"`` or
     ``"cyclic"`` (Assumption 4.3). ``probe_taus`` (Fig. 1): FedAvg's runs also measure, every ``eval_every``
     rounds, how far the mean of the last tau pseudo-gradients lies from all clients' (:class:`DeviationProbe`).
-    Changing ``dataset`` brings its row of :data:`DATASETS` unless set too.
+    ``retune``: Table 7's values changed for a probe (``"fedcm.server_lr=1"``: FedCM with server step 1); a result
+    made so says it in its setting. Changing ``dataset`` brings its row of :data:`DATASETS` unless set too.
     """
 
     dataset: str = "cifar10-jpeg"
@@ -130,6 +134,7 @@ class GhbmSetting:
     taus: tuple = ()
     probe_taus: tuple = ()
     precision: str = "fp32"          # the engine's (afl.engine.PRECISIONS); "bf16" is opt-in mixed precision
+    retune: tuple = ()               # Table 7's values changed, "method.name=value" each, e.g. "fedcm.server_lr=1"
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
@@ -159,6 +164,23 @@ class GhbmSetting:
         if self.probe_taus:
             check(tuple(self.methods) == ("fedavg",), "methods", self.methods, "('fedavg',) when probe_taus is set "
                   "(Fig. 1 measures FedAvg's pseudo-gradients)")
+        self.retuned()
+
+    def retuned(self) -> dict[str, dict[str, float]]:
+        """``retune`` as method -> {name: value}, each checked against the method's Table 7 entries."""
+        out: dict[str, dict[str, float]] = {}
+        table = HYPER[self.hyper]["methods"]
+        for item in self.retune:
+            target, sep, value = str(item).partition("=")
+            method, dot, name = target.partition(".")
+            check(bool(sep and dot), "retune", item, "'method.name=value' entries, e.g. 'fedcm.server_lr=1'")
+            check_choice("retune", method, table)
+            check_choice("retune", name, table[method])
+            try:
+                out.setdefault(method, {})[name] = float(value)
+            except ValueError:
+                raise ParameterError("retune", item, f"a number after '{target}='") from None
+        return out
 
     @property
     def per_round(self) -> int:
@@ -169,6 +191,7 @@ class GhbmSetting:
         check_choice("method", method, HYPER[self.hyper]["methods"])
         kw = dict(K=self.local_steps, s=self.per_round, timing="rounds", sampling=self.sampling, weighting="size",
                   weight_decay=HYPER[self.hyper]["weight_decay"]) | HYPER[self.hyper]["methods"][method]
+        kw.update(self.retuned().get(method, {}))
         if method == "fedcm-full":
             kw.update(s=self.clients, sampling="uniform")
         if method in ("ghbm", "ghbm-server"):
@@ -439,7 +462,12 @@ def plot_result(result: dict, fig) -> None:
                 ax.fill_between(t, acc.mean(0) - acc.std(0), acc.mean(0) + acc.std(0), color=st["color"], alpha=0.15)
         ax.set(xlabel="round (simulated time)", ylabel="test accuracy (%)",
                title=f"{split}" + (f" (bands: ± std over {cfg['seeds']} seeds)" if cfg["seeds"] > 1 else ", one seed"))
-        ax.legend(fontsize=6)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if len(labels) > LEGEND_COLUMNS:      # one legend under the panels: inside, a long one hides curves
+        fig.legend(handles, labels, loc="lower center", ncol=LEGEND_COLUMNS, fontsize=8, frameon=False)
+    else:
+        for ax in axes[:-1]:
+            ax.legend(fontsize=6)
     ax = axes[-1]
     if result["experiment"] == "ghbm-tau":
         rows = result["rows"]
@@ -518,8 +546,10 @@ def figure(result: dict):
     _views(result["experiment"])[2](result, fig)
     fig.suptitle(f"{result['experiment']}{title_tag(result)} on {result['dataset']}: "
                  f"{cfg['model']}, {cfg['clients']} clients, C = {cfg['participation']:g}, J = {cfg['local_steps']}, "
-                 f"{cfg['rounds']} rounds, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}")
-    fig.tight_layout()
+                 f"{cfg['rounds']} rounds, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}"
+                 + (f"; Table 7 retuned: {', '.join(cfg['retune'])}" if cfg.get("retune") else ""))
+    rows = -(-len(fig.legends[0].get_texts()) // LEGEND_COLUMNS) if fig.legends else 0
+    fig.tight_layout(rect=(0, 0.045 * rows, 1, 1))
     return fig
 
 

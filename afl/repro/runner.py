@@ -185,10 +185,16 @@ def _text(value) -> str:
 
 
 def heading(result: dict) -> list[str]:
-    """A report's first lines: the experiment, its command, the machine, how its runs were computed, and their
-    precision where it is not float32 (:data:`afl.engine.PRECISIONS`)."""
+    """A report's first lines: the experiment, its command, the machine, how its runs were computed, how many were
+    taken from other results (``--reuse``: computed where those say) or resumed, and their precision where it is
+    not float32 (:data:`afl.engine.PRECISIONS`)."""
     precision = result["config"].get("precision", "fp32")
     how = f"; {result['execution']}" if "execution" in result else ""
+    total = len(result.get("runs", []))
+    for field, words in (("reused_runs", "taken from the --reuse results (computed where those say)"),
+                         ("resumed_runs", "resumed from an interrupted invocation")):
+        if result.get(field):
+            how += f"; {result[field]} of the {total} runs {words}"
     mixed = "; clients trained in bfloat16 mixed precision (precision = bf16)" if precision == "bf16" else ""
     return [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
             f"Machine: {result['machine']}{how}{mixed}", ""]
@@ -246,8 +252,8 @@ def paper_difference(paper, saved: dict, selection=("seeds",)) -> str:
         changed["seeds"] = saved["seeds"]
     if not changed:
         return ""
-    return ("Differs from the paper setting: " + ", ".join(f"{k} = {_text(v)} (paper: {_text(getattr(paper, k))})"
-                                                           for k, v in changed.items()) + ".")
+    return ("Differs from the paper setting: " + ", ".join(
+        f"{k} = {_text(v) or 'none'} (paper: {_text(getattr(paper, k)) or 'none'})" for k, v in changed.items()) + ".")
 
 
 def write_files(result: dict, out, report: Callable[[dict], str], figure: Callable[[dict], object],
