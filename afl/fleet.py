@@ -29,6 +29,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 from .errors import ParameterError, check_int
 from .jobs import _context, run_pending
+from .results import simulating
 from .runtime import tune_cpu_allocator
 
 #: live runs of a fleet unless told otherwise (each holds its federation's per-client tables)
@@ -86,9 +87,11 @@ class _Member:
 
 
 def attempt(key: Hashable, task: Callable[[], Any]) -> Outcome:
-    """``task()`` as an :class:`Outcome`: a run that raises fails alone, with its error."""
+    """``task()`` as an :class:`Outcome`: a run that raises fails alone, with its error. While it runs, its
+    progress reports name ``key`` (:func:`afl.results.simulating`)."""
     try:
-        return Outcome(key, value=task())
+        with simulating(key):
+            return Outcome(key, value=task())
     except Exception as error:  # noqa: BLE001 -- reported with the run's key
         return Outcome(key, error=error)
 

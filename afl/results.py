@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
@@ -82,10 +84,64 @@ class PartialRuns:
         return sum(1 for line in self.path.read_text().splitlines() if line.endswith("}"))
 
 
-def progress_bar(total: int, enabled: bool = True):
+def progress_bar(total: int, enabled: bool = True, **kwargs):
     """A tqdm bar on stderr (never in checked notebook outputs: pass ``enabled=False`` there)."""
     from tqdm.auto import tqdm
-    return tqdm(total=total, disable=not enabled, leave=False)
+    return tqdm(total=total, disable=not enabled, leave=False, **kwargs)
 
 
-__all__ = ["output_dir", "setting_key", "PartialRuns", "progress_bar"]
+_running = threading.local()        # .key: the run this thread simulates (set by simulating())
+_watching: RunProgress | None = None
+
+
+class RunProgress:
+    """The bar of a grid's runs. It moves as each run's simulated time advances (:func:`report_progress`), not
+    only as runs end, so that a run of an hour shows its own progress: ``3.42/16 runs``."""
+
+    def __init__(self, total: int, enabled: bool = True, done: int = 0, description: str = "", **bar_options):
+        self.bar = progress_bar(total, enabled, desc=description,
+                                bar_format="{l_bar}{bar}| {n:.2f}/{total} runs [{elapsed}<{remaining}]",
+                                **bar_options)
+        self.bar.update(done)
+        self.live: dict = {}
+
+    def advance(self, key, fraction: float) -> None:
+        """Run ``key`` has done ``fraction`` of its simulated time."""
+        self.bar.update(fraction - self.live.get(key, 0.0))
+        self.live[key] = fraction
+
+    def finished(self, key) -> None:
+        self.bar.update(1.0 - self.live.pop(key, 0.0))
+
+    def __enter__(self) -> RunProgress:
+        global _watching
+        self._outer, _watching = _watching, self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _watching
+        _watching = self._outer
+        self.bar.close()
+
+
+@contextmanager
+def simulating(key):
+    """Within: this thread simulates run ``key``, whose :func:`report_progress` calls move the bar."""
+    outer = getattr(_running, "key", None)
+    _running.key = key
+    try:
+        yield
+    finally:
+        _running.key = outer
+
+
+def report_progress(fraction: float) -> None:
+    """Called as a run's simulated time advances (``fraction`` of it done); moves the bar of the grid it
+    belongs to, if any (a fleet runs one thread at a time, so this never races)."""
+    key = getattr(_running, "key", None)
+    if _watching is not None and key is not None:
+        _watching.advance(key, min(max(fraction, 0.0), 1.0))
+
+
+__all__ = ["output_dir", "setting_key", "PartialRuns", "progress_bar", "RunProgress", "simulating",
+           "report_progress"]

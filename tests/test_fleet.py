@@ -3,6 +3,7 @@
 The federations are float64 (tests/reference.py), so that the bigger batched kernels of a fleet round no
 ReLU differently from the one-by-one runs and the curves agree to 1e-9.
 """
+import io
 import os
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from afl.algorithms.fedavg import FedAvg, FedAvgSettings
 from afl.algorithms.registry import REGISTRY, synchronous
 from afl.errors import ParameterError
 from afl.fleet import chunks, run_fleet, run_one_by_one
+from afl.results import RunProgress
 from reference import RUN, TIME, federation
 
 TOL = dict(rtol=1e-9, atol=1e-10)
@@ -126,6 +128,36 @@ def test_a_failing_run_fails_alone_with_its_error():
     assert_same(outcomes[0].value, simulate("favas", 0))
     assert_same(outcomes[3].value, simulate("fedbuff", 2))
     assert [o.ok for o in run_one_by_one(tasks)] == [True, False, False, True]
+
+
+def test_runs_move_the_grid_bar_as_their_simulated_time_advances(monkeypatch):
+    """A long run shows its progress: each evaluation reports the fraction of the run's simulated time done."""
+    seen = []
+    progress = RunProgress(3, enabled=False)
+    monkeypatch.setattr(progress, "advance", lambda key, fraction: seen.append((key, fraction)))
+    with progress:
+        outcomes = run_fleet([(key, lambda seed=seed: simulate("fedavg", seed)) for seed, key in enumerate("ab")])
+        outcomes += run_one_by_one([("c", lambda: simulate("favas", 2))])
+    assert all(o.ok for o in outcomes)
+    simulate("fedavg", 3)                                    # outside a grid: reports nowhere
+    assert {k for k, _ in seen} == {"a", "b", "c"}
+    for key in "abc":                                        # each server step that evaluates: its time / 60
+        fractions = [f for k, f in seen if k == key]
+        assert fractions == sorted(fractions) and len(fractions) >= 2 and fractions[-1] == 1.0
+    assert [f for k, f in seen if k == "c"] == pytest.approx([7 / 60, 21 / 60, 42 / 60, 1])
+
+
+def test_the_grid_bar_counts_finished_runs_and_fractions_of_live_ones():
+    out = io.StringIO()
+    with RunProgress(4, done=1, file=out, mininterval=0) as progress:
+        progress.advance("x", 0.25)
+        progress.advance("y", 0.5)
+        progress.advance("x", 0.75)
+        assert progress.bar.n == pytest.approx(2.25)
+        progress.finished("x")
+        progress.finished("z")                               # a run that failed before any report
+        assert progress.bar.n == pytest.approx(3.5)
+    assert "3.50/4 runs" in out.getvalue()
 
 
 def test_ctrl_c_in_a_run_stops_the_fleet():

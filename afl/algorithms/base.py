@@ -17,6 +17,7 @@ from torch import Tensor
 from ..engine import LocalSGD
 from ..errors import check, check_int, check_real
 from ..jobs import Evaluation, JobQueue
+from ..results import report_progress
 from ..sim.schedule import Contact
 from ..sim.speeds import SpeedProfile
 from .state import ClientState
@@ -103,6 +104,7 @@ class History:
         while self.due(now):
             self._rows.append((self._next, evaluation, row))
             self._next = round(self._next + self.eval_every, 9)
+        report_progress(min(now, self.total_time) / self.total_time)
         if self.target is not None and evaluation.value()["accuracy"] >= self.target:
             self.reached = first
             raise TargetReached(first)

@@ -20,7 +20,7 @@ from ..algorithms import get as get_algorithm
 from ..compress import Quantizer
 from ..errors import RunsFailed, check, check_choice, check_int
 from ..fleet import DEFAULT_SIZE, run_fleet, run_on_ray, run_one_by_one
-from ..results import PartialRuns, output_dir, progress_bar, setting_key
+from ..results import PartialRuns, RunProgress, output_dir, setting_key
 
 
 @dataclass
@@ -55,26 +55,23 @@ def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress
     failed run with its error."""
     have = {grid.key_of(r): r for r in done}
     todo = [k for k in grid.keys if k not in have]
-    bar = progress_bar(len(grid.keys), progress)
-    bar.update(len(grid.keys) - len(todo))
-    bar.set_description("fleet" if fleet else "one by one")
     failed = []
+    with RunProgress(len(grid.keys), progress, done=len(grid.keys) - len(todo),
+                     description="fleet" if fleet else "one by one") as bar:
+        def finished(outcome) -> None:
+            if outcome.ok:
+                have[outcome.key] = outcome.value
+                if partial is not None:
+                    partial.append(outcome.value)
+            else:
+                failed.append(outcome)
+            bar.finished(outcome.key)
 
-    def finished(outcome) -> None:
-        if outcome.ok:
-            have[outcome.key] = outcome.value
-            if partial is not None:
-                partial.append(outcome.value)
+        if ray is None:
+            grid.work(todo, on_outcome=finished)
         else:
-            failed.append(outcome)
-        bar.update(1)
-
-    if ray is None:
-        grid.work(todo, on_outcome=finished)
-    else:
-        run_on_ray(grid.work, todo, address=ray, num_gpus=1 if torch.device(device).type == "cuda" else 0,
-                   on_done=lambda outcomes: [finished(o) for o in outcomes])
-    bar.close()
+            run_on_ray(grid.work, todo, address=ray, num_gpus=1 if torch.device(device).type == "cuda" else 0,
+                       on_done=lambda outcomes: [finished(o) for o in outcomes])
     if failed:
         raise RunsFailed([(o.key, o.error) for o in failed])
     return [have[k] for k in grid.keys]
