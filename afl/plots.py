@@ -44,6 +44,7 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "fedcm": ("#8c6d31", "-", "FedCM (GHBM τ=1)"),
     "fedadc": ("#8c6d31", "--", "FedADC (GHBM τ=1)"),
     "fedcm-full": ("#8c6d31", ":", "FedCM, full participation"),
+    "fedcm-code": ("#8c6d31", "-.", "FedCM as the authors' code runs it"),
     "ghbm": ("#393b79", "-", "GHBM"),
     "ghbm-eq4": ("#393b79", "--", "GHBM as analysed (eq. 4)"),
     "ghbm-server": ("#393b79", "-.", "GHBM at the server (C.8)"),

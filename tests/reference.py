@@ -12,7 +12,6 @@ from torch import nn
 from afl.algorithms import make_federation
 from afl.data import make_synthetic
 from afl.engine import FlatModel
-from afl.models import build_model
 from afl.streams import ClientStreams
 
 N, S, K, B, SEED, LR = 6, 2, 3, 4, 5, 0.2
@@ -34,7 +33,7 @@ class Reference:
     """Plain per-client training: deep copies and torch.optim.SGD, batches replayed from the client streams."""
 
     def __init__(self, fed):
-        self.module = build_model("mlp32", num_classes=4, seed=SEED, in_features=16).double()
+        self.module = copy.deepcopy(fed.engine.model.module).double()      # the federation's network
         self.flat = FlatModel(self.module)
         self.streams = ClientStreams(fed.queue.streams.parts, B, seed=SEED)
 

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from afl.algorithms import get, make_federation, run_algorithm
+from afl.algorithms.fedcm import last_tensor_spread
 from afl.errors import ParameterError
 from afl.sim import RoundSampler
 from reference import DATA, SEED, Reference, server_steps
@@ -20,11 +21,11 @@ TOL = dict(rtol=1e-9, atol=1e-10)
 SIZES = [20, 60, 35, 50, 40, 35]
 
 
-def federation():
+def federation(model="mlp32", hidden=32):
     order = np.random.default_rng(3).permutation(len(DATA.train_y))
     parts = [torch.as_tensor(p) for p in np.split(order, np.cumsum(SIZES)[:-1])]
-    return make_federation(DATA, "mlp32", N, batch_size=4, seed=SEED, parts=parts,
-                           model_kw={"in_features": 16}, dtype=torch.float64)
+    return make_federation(DATA, model, N, batch_size=4, seed=SEED, parts=parts,
+                           model_kw={"in_features": 16, "hidden": hidden}, dtype=torch.float64)
 
 
 def run(name, fed=None, **kw):
@@ -68,8 +69,8 @@ def pseudo(loop, theta, clients, ys):
     return loop.weights(clients) @ (theta - torch.stack(ys))
 
 
-def check(name, oracle, **kw):
-    out, fed = run(name, **kw)
+def check(name, oracle, fed=None, **kw):
+    out, fed = run(name, fed, **kw)
     loop = Loop(fed)
     theta = oracle(loop, fed.init.clone(), rounds(out))
     torch.testing.assert_close(out["model"], theta, **TOL)
@@ -190,6 +191,25 @@ def fedcm(loop, theta, rounds_, alpha=0.3, eta=1.0):
     return theta
 
 
+def fedcm_code(loop, theta, rounds_, alpha=0.3, eta=1.0):
+    """The authors' FedCM, transcribed: the server sends ``{"momentum": clone(p) for p in momentum}``, i.e. only
+    the last tensor (fedcm_center_server.py); the client zips its gradients with it, ``g_i <- alpha g_i +
+    (1 - alpha) / (lr K) * last[i]`` (fedcm_client.py), and the optimizer then adds weight decay."""
+    grads, g = loop.ref.flat, torch.zeros_like(theta)
+    for clients in rounds_:
+        last = list(grads.views(g[None]).values())[-1][0]
+        scale, shift = [], []
+        for i, (shape, n) in enumerate(zip(grads.shapes, grads.numels)):
+            zipped = i < len(last)
+            scale.append(torch.full((n,), alpha if zipped else 1.0, dtype=theta.dtype))
+            shift.append(last[i].expand(shape).reshape(-1) * (1 - alpha) / (LR * K) if zipped else 0 * scale[-1])
+        scale, shift = torch.cat(scale), torch.cat(shift)
+        ys = [loop.train(i, theta, lambda w, d, idx: scale * (d - WD * w) + shift + WD * w) for i in clients]
+        g = pseudo(loop, theta, clients, ys)
+        theta = theta - eta * g
+    return theta
+
+
 def ghbm(loop, theta, rounds_, tau=3, beta=0.9):
     models = [theta]                                    # theta^0, theta^1, ...
     for t, clients in enumerate(rounds_, start=1):
@@ -244,6 +264,7 @@ CASES = {
     "mimemom": (dict(server_lr=0.5, beta=0.7), lambda *a: mime(*a, eta=0.5, beta=0.7)),
     "mimelitemom": (dict(server_lr=0.5, beta=0.7), lambda *a: mime(*a, eta=0.5, beta=0.7, lite=True)),
     "fedcm": (dict(alpha=0.3, server_lr=1.0), fedcm),
+    "fedcm-code": (dict(alpha=0.3, server_lr=1.0, momentum="code"), fedcm_code),
     "ghbm": (dict(tau=3, beta=0.9), ghbm),
     "fedadc": (dict(beta=0.9), lambda *a: ghbm(*a, tau=1)),
     "ghbm-server": (dict(tau=3, beta=0.6, server_lr=0.8), ghbm_server),
@@ -259,12 +280,30 @@ def test_method_matches_its_update_rule(case):
     check(case.replace("-code", "").replace("-mean", ""), oracle, **settings)
 
 
+def test_fedcm_code_leaves_the_tensors_past_the_last_ones_length_alone():
+    """Two hidden layers: 6 tensors, an output bias of 4 entries, so the zip stops before the last two."""
+    check("fedcm", fedcm_code, fed=federation("mlp200", hidden=8), alpha=0.3, server_lr=1.0, momentum="code")
+
+
 def test_ghbm_with_tau_1_is_fedcm():
     """GHBM (tau = 1, heavy-ball form) equals FedCM (alpha form) with beta = 1 - alpha, eta_l(GHBM) = alpha eta_l."""
     alpha = 0.25
     a, _ = run("fedcm", alpha=alpha)
     b, _ = run("ghbm", tau=1, beta=1 - alpha, lr=alpha * LR)
     torch.testing.assert_close(a["model"], b["model"], **TOL)
+
+
+def test_fedcm_code_spreads_the_last_tensor_over_the_first_ones():
+    """The authors' zip pairs tensor i with entry i of the last tensor, broadcast; tensors past its length get 0."""
+    shapes = [(3, 2), (3,), (2, 3), (2,)]
+    spread = last_tensor_spread(["w1", "b1", "w2", "b2"], shapes, [6, 3, 6, 2])
+    g = torch.arange(17.0)
+    assert spread(g).tolist() == [15.0] * 6 + [16.0] * 3 + [0.0] * 8
+    with pytest.raises(ParameterError, match=r"momentum='code'.*bias.*w2 \(2, 3\)"):
+        last_tensor_spread(["w1", "w2"], [(3, 2), (2, 3)], [6, 6])
+    out, fed = run("fedcm", momentum="code")
+    P, bias = fed.init.numel(), fed.engine.model.numels[-1]
+    assert out["bytes_down"] == ROUNDS * S * (P + bias) * 4        # the model and the output bias, 32 bits each
 
 
 def test_server_ghbm_with_tau_1_is_fedavgm():

@@ -184,16 +184,18 @@ class Learner:
         return self.fed.model_bytes
 
     def count(self, contacts: list[Contact], uploads: int | None = None, downloads: int | None = None,
-              up_messages: int = 1, down_messages: int = 1) -> None:
+              up_messages: float = 1, down_messages: float = 1) -> None:
         """Count a server step: its clients' steps, ``uploads`` (default: one per contact) and ``downloads``,
-        each of ``up_messages`` / ``down_messages`` model-sized messages (SCAFFOLD: 2 each way)."""
+        each of ``up_messages`` / ``down_messages`` model-sized messages (SCAFFOLD: 2 each way; a fraction of a
+        model counts its share of the bytes)."""
         c = self.history.counters
         uploads = len(contacts) if uploads is None else uploads
         c["server_steps"] += 1
         c["client_steps"] += sum(x.steps for x in contacts)
         c["uploads"] += uploads
-        c["bytes_up"] += uploads * up_messages * self.message_bytes()
-        c["bytes_down"] += (len(contacts) if downloads is None else downloads) * down_messages * self.message_bytes()
+        c["bytes_up"] += round(uploads * up_messages * self.message_bytes())
+        c["bytes_down"] += round((len(contacts) if downloads is None else downloads) * down_messages
+                                 * self.message_bytes())
 
 
 def model_variance(server: Tensor, clients: Tensor) -> float:

@@ -76,8 +76,9 @@ class Drift:
         d' = scale * d + shift + pull * (w - anchor) - grad f_i(reference; same batch)
 
     ``d`` is the SGD direction (gradient plus weight decay) at the local model ``w``. Each term is present when
-    its per-client state is submitted with the job: ``shift`` (control variates, momentum), ``anchor`` (default:
-    the start model ``w0``), ``pull`` (a per-client coefficient vector; else the constant ``self.pull``),
+    its per-client state is submitted with the job: ``scale`` (a per-coordinate vector; else the constant
+    ``self.scale``), ``shift`` (control variates, momentum), ``anchor`` (default: the start model ``w0``),
+    ``pull`` (a per-client coefficient vector; else the constant ``self.pull``),
     ``reference`` (MIME's server model; the engine passes its gradient as ``gradient_at``). A state entry
     ``direction_sum`` accumulates the raw ``d`` of every step (SCAFFOLD-M's new control variate).
     """
@@ -89,7 +90,10 @@ class Drift:
     def __call__(self, t: int, w: Tensor, d: Tensor, w0: Tensor, state: dict[str, Tensor]) -> Tensor:
         if "direction_sum" in state:
             state["direction_sum"] += d
-        out = d * self.scale if self.scale != 1.0 else d
+        if "scale" in state:
+            out = d * state["scale"]
+        else:
+            out = d * self.scale if self.scale != 1.0 else d
         if "shift" in state:
             out = out + state["shift"]
         if self.pull != 0.0 or "pull" in state:

@@ -14,6 +14,8 @@ alpha = 1 - beta and eta_l / alpha, FedCM's tuned 0.1; SCAFFOLD-M: FedCM's momen
 server beta = 0.9; on Shakespeare the GHBM family takes FedAvg's eta = eta_l = 1, as FedHBM takes FedAvg's rates on
 CIFAR: every Shakespeare method with a bold eta_l has 1, and at 0.1 FedAvg itself stays at the most frequent
 character for 30 rounds, ``tools/ghbm_step_probe.py``). Every result records the settings of each of its runs.
+The method ``fedcm-code`` (not a row of the paper's tables; ``--set methods=fedcm,fedcm-code``) is FedCM as the
+authors' code runs it, with FedCM's rates (:mod:`afl.algorithms.fedcm`).
 
 Scales. The paper's CIFAR runs are 20,000 rounds (1.6 M client steps per run): a GPU's work. Offline only the
 lossy ``cifar10-jpeg`` copy of CIFAR-10 exists (CIFAR-100 does not), so the paper setting runs Table 8's CIFAR-10
@@ -48,8 +50,9 @@ from .runner import (Grid, base_setting, execute, heading, paper_difference, run
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
                  "fedadc", "mimemom", "mimelitemom", "fedcm-full", "ghbm", "localghbm", "fedhbm")
-#: method -> registered algorithm, where the name differs
-ALGORITHM = {"fedcm-full": "fedcm"}
+#: method -> registered algorithm, where the name differs (``fedcm-code``: FedCM as the authors' code runs it,
+#: not a row of the paper; :mod:`afl.algorithms.fedcm`)
+ALGORITHM = {"fedcm-full": "fedcm", "fedcm-code": "fedcm"}
 #: the setting fields that only choose which runs a grid makes
 SELECTION = ("seeds", "methods", "splits", "taus")
 
@@ -63,6 +66,7 @@ HYPER = {
         "fedcm": dict(server_lr=0.1, lr=0.1, alpha=0.1), "fedadc": dict(server_lr=1.0, lr=0.01, beta=0.9),
         "mimemom": dict(server_lr=0.1, lr=0.01, beta=0.9), "mimelitemom": dict(server_lr=0.1, lr=0.01, beta=0.9),
         "fedcm-full": dict(server_lr=0.1, lr=0.1, alpha=0.1), "ghbm": dict(server_lr=1.0, lr=0.01, beta=0.9),
+        "fedcm-code": dict(server_lr=0.1, lr=0.1, alpha=0.1, momentum="code"),
         "localghbm": dict(server_lr=1.0, lr=0.01, beta=0.9), "fedhbm": dict(server_lr=1.0, lr=0.01, beta=1.0)}),
     "shakespeare": dict(weight_decay=0.0, methods={
         "fedavg": dict(server_lr=1.0, lr=1.0), "fedprox": dict(server_lr=1.0, lr=1.0, mu=1e-4),
@@ -72,6 +76,7 @@ HYPER = {
         "fedcm": dict(server_lr=0.1, lr=1.0, alpha=0.1), "fedadc": dict(server_lr=1.0, lr=0.1, beta=0.9),
         "mimemom": dict(server_lr=0.1, lr=1.0, beta=0.9), "mimelitemom": dict(server_lr=0.1, lr=1.0, beta=0.9),
         "fedcm-full": dict(server_lr=0.1, lr=1.0, alpha=0.1), "ghbm": dict(server_lr=1.0, lr=1.0, beta=0.9),
+        "fedcm-code": dict(server_lr=0.1, lr=1.0, alpha=0.1, momentum="code"),
         "localghbm": dict(server_lr=1.0, lr=1.0, beta=0.9), "fedhbm": dict(server_lr=1.0, lr=1.0, beta=1.0)}),
 }
 
