@@ -341,7 +341,7 @@ show_committed("ghbm-shakespeare-60-rounds/ghbm-table2")
 # GHBM family `η_l = 0.1`, afl's first reading of Table 7 (its OCR lost which η_l the family used on Shakespeare),
 # and FedAvg itself at `η_l = 0.1` is still at 18.4 % at round 30 (`tools/ghbm_step_probe.py --dataset shakespeare`).
 # afl now gives the family FedAvg's `η_l = 1`, as FedHBM takes FedAvg's rates on CIFAR. The same seed and protocol,
-# 30 rounds, with that step, eleven methods:
+# 30 rounds, with that step, eleven methods and FedCM as the GHBM authors' code runs it (below):
 
 # %%
 show_committed("ghbm-shakespeare-30-rounds/ghbm-table2")
@@ -355,6 +355,13 @@ show_committed("ghbm-shakespeare-30-rounds/ghbm-table2")
 # round 10, the test loss above its starting value) and are back at 18.4 % by round 30. A budget this short still
 # decides nothing about the methods (the paper's C.10 says the same); the paper, at 250 rounds, has FedHBM 4 points
 # above FedAvg, and FedCM and FedAvgM 2–3.
+#
+# **FedCM as the authors' code runs it.** Their server sends `{"momentum": clone(p) for p in momentum}`, a dict
+# comprehension that keeps one entry: the last tensor's pseudo-gradient, the output layer's 80 biases. Each
+# client zips its 11 gradient tensors with it, so tensor `i` is scaled by α and shifted by bias entry `i`
+# (`afl.algorithms.fedcm`, `momentum="code"`). Could that explain the paper's 49.2 %? Not at this budget: the
+# dash-dotted brown curve lies on FedCM's, at 18.6 % in round 30. Every gradient still weighs α = 0.1 and the
+# server step is still 0.1.
 
 # %% [markdown]
 # ## 5. The theory's rates (Table 1)

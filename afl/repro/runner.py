@@ -21,6 +21,7 @@ from ..compress import Quantizer
 from ..errors import RunsFailed, check, check_choice, check_int
 from ..fleet import DEFAULT_SIZE, run_fleet, run_on_ray, run_one_by_one
 from ..results import PartialRuns, RunProgress, output_dir, setting_key
+from ..runtime import flush_denormals
 
 
 @dataclass
@@ -206,8 +207,9 @@ def title_tag(result: dict) -> str:
 def machine(device: str) -> str:
     """The machine a result was computed on, in words."""
     cpu = platform.processor() or platform.machine()
+    denormals = ", CPU denormals flushed" if flush_denormals() else ""
     return (f"{platform.system()} {cpu}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads, device {device}")
+            f"{torch.get_num_threads()} threads{denormals}, device {device}")
 
 
 __all__ = ["Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs", "Execution", "execute",
