@@ -20,6 +20,7 @@ from torch import nn
 from .data import load_dataset
 from .engine import PRECISIONS, LocalSGD, sgd_step_flops
 from .errors import check_choice, check_int
+from .fleet import run_in_processes
 from .jobs import JobQueue
 from .models import build_model
 from .runtime import resolve_device
@@ -191,12 +192,15 @@ def engine_calls():
 
 
 def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | None = None, device: str = "cpu",
-                root: str | None = None, fleet_size: int | None = None, overrides: dict | None = None) -> dict:
+                root: str | None = None, fleet_size: int | None = None, overrides: dict | None = None,
+                processes: int | None = None) -> dict:
     """The runs of experiment ``grid`` (its quick setting unless ``quick=False``; ``overrides``: fields of the
     setting changed) one by one and as one fleet (:mod:`afl.fleet`) in this process: wall seconds and engine
     calls of each, client steps, and how far apart the final accuracies of the two executions are (float rounding
     of bigger batched kernels, amplified by training). ``speedup_bound``: the largest speedup any execution could
-    have over the one-by-one one, were every SGD FLOP computed at the measured fp32 matmul peak."""
+    have over the one-by-one one, were every SGD FLOP computed at the measured fp32 matmul peak. ``processes``:
+    also the grid as that many fleets side by side (:func:`afl.fleet.run_in_processes`, process start-up
+    included): ``processes_s`` and ``processes_speedup`` over one by one."""
     grids = fleet_grids()
     check_choice("grid", grid, grids)
     module, dev = grids[grid], resolve_device(device)
@@ -209,6 +213,11 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
             outcomes = g.work(g.keys)
         _sync(dev)
         timed[label] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok], calls)
+    if processes is not None:
+        g = module.grid(cfg, seeds=seeds, device=dev, root=root, fleet=True, fleet_size=fleet_size)
+        t0 = time.perf_counter()
+        outcomes = run_in_processes(g.work, g.keys, processes)
+        timed["processes"] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok], [])
     (seq_s, seq, seq_calls), (fleet_s, runs, fleet_calls) = timed["sequential"], timed["fleet"]
     steps = sum(r["computed_client_steps"] for r in runs)
     gaps = [abs(a["final_accuracy"] - b["final_accuracy"]) for a, b in zip(seq, runs)]
@@ -217,6 +226,14 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
     flops = sgd_step_flops(copy.deepcopy(engine.model.module).cpu(),
                            engine.dataset.inputs(engine.dataset.train_x[:1]).cpu()[0], engine.batch_size)
     peak_steps_per_s = matmul_peak_gflops(dev) * 1e9 / flops
+    spread = {}
+    if processes is not None:
+        spread_s, spread_runs, _ = timed["processes"]
+        spread = {"processes": processes, "processes_s": spread_s, "processes_speedup": seq_s / spread_s,
+                  "processes_client_steps_per_s": steps / spread_s,
+                  "processes_max_final_accuracy_gap": max((abs(a["final_accuracy"] - b["final_accuracy"])
+                                                           for a, b in zip(seq, spread_runs)), default=0.0),
+                  "processes_failed_runs": len(g.keys) - len(spread_runs)}
     return {"grid": grid + (" (quick)" if quick else ""), "runs": len(g.keys), "device": str(dev),
             "threads": torch.get_num_threads(), "sequential_s": seq_s, "fleet_s": fleet_s,
             "speedup": seq_s / fleet_s, "client_steps": steps, "sequential_client_steps_per_s": steps / seq_s,
@@ -224,4 +241,4 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
             "fleet_engine_calls": len(fleet_calls), "flops_per_client_step": flops,
             "peak_client_steps_per_s": peak_steps_per_s, "speedup_bound": peak_steps_per_s * seq_s / steps,
             "failed_runs": 2 * len(g.keys) - len(seq) - len(runs),
-            "max_final_accuracy_gap": max(gaps, default=0.0)}
+            "max_final_accuracy_gap": max(gaps, default=0.0)} | spread

@@ -53,7 +53,8 @@ def _bench(args) -> None:
     if args.what == "fleet":
         from .bench import bench_fleet
         row = bench_fleet(args.grid, quick=not args.paper, seeds=args.seeds, device=args.device, root=args.root,
-                          fleet_size=args.fleet_size, overrides=dict(_override(text) for text in args.overrides))
+                          fleet_size=args.fleet_size, overrides=dict(_override(text) for text in args.overrides),
+                          processes=args.processes)
         if args.json:
             print(json.dumps(row))
             return
@@ -67,6 +68,10 @@ def _bench(args) -> None:
               f"{100 * row['max_final_accuracy_gap']:.2f} points\n"
               f"  compute bound: {row['peak_client_steps_per_s']:.0f} client steps/s at the fp32 matmul peak "
               f"({row['flops_per_client_step'] / 1e6:.1f} MFLOP a step), so at most {row['speedup_bound']:.2f}x")
+        if args.processes is not None:
+            print(f"  {args.processes} fleets in {args.processes} processes {row['processes_s']:8.1f} s  "
+                  f"{row['processes_client_steps_per_s']:8.0f} client steps/s, speedup "
+                  f"{row['processes_speedup']:.2f}x over one by one")
         return
     from .bench import bench_local_sgd
     rows = []
@@ -105,7 +110,7 @@ def _repro(args) -> None:
         from .fleet import ray_address
         out = run_experiment(args.experiment, quick=args.quick, seeds=args.seeds, out=args.out, root=args.root,
                              device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
-                             fleet_size=args.fleet_size, ray=ray_address(args.ray),
+                             fleet_size=args.fleet_size, ray=ray_address(args.ray), processes=args.processes,
                              **dict(_override(text) for text in args.overrides))
     print(report(json.loads(out[0].read_text()), per_run=False))
     print()
@@ -187,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--paper", action="store_true", help="fleet: the paper setting instead of the quick one")
     b.add_argument("--seeds", type=int, default=None, help="fleet: seeds of the grid (default: the setting's)")
     b.add_argument("--fleet-size", type=int, default=None, help="fleet: runs live at once (default: 64)")
+    b.add_argument("--processes", type=int, default=None, metavar="N",
+                   help="fleet: also run the grid as N fleets in N processes (afl repro --processes)")
     b.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
                    help="fleet: change one field of the grid's setting, as for afl repro (repeatable)")
     b.set_defaults(func=_bench)
@@ -223,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
                    help="split the grid into fleets run as Ray tasks: on the cluster at ADDRESS, or on "
                         "$AFL_RAY_ADDRESS, or on a local Ray instance (pip install 'afl[ray]')")
+    r.add_argument("--processes", type=int, default=None, metavar="N",
+                   help="split the grid into N fleets run side by side in N processes of this machine, sharing "
+                        "its cores and GPU (where one Python thread, not the device, limits a fleet)")
     r.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
                    help="change one field of the experiment's setting, e.g. --set target=0.8 (repeatable; the "
                         "command recorded with the results keeps it)")

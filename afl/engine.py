@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from .data.augment import augment_noise
 from .errors import ParameterError, check, check_choice, check_int
-from .runtime import tune_cpu_allocator
+from .runtime import device_share, tune_cpu_allocator
 from .strategies import Strategy, cross_entropy_sum, make_strategy
 
 #: how the clients' forward and backward passes compute (see the module docstring)
@@ -39,9 +39,10 @@ PRECISIONS = ("fp32", "bf16")
 def free_cuda_bytes(device: torch.device) -> int:
     """Memory free for tensors on a GPU: the device's free memory and what PyTorch's allocator holds cached but
     unused (freed tensors stay reserved: the previous engine's measured steps would otherwise shrink the next
-    engine's chunk, 632 clients to 185 for the Shakespeare LSTM on an H100)."""
-    return (torch.cuda.mem_get_info(device)[0] + torch.cuda.memory_reserved(device)
-            - torch.cuda.memory_allocated(device))
+    engine's chunk, 632 clients to 185 for the Shakespeare LSTM on an H100), times this process's share of the GPU
+    (:func:`afl.runtime.device_share`: processes that share it)."""
+    return int(device_share() * (torch.cuda.mem_get_info(device)[0] + torch.cuda.memory_reserved(device)
+                                 - torch.cuda.memory_allocated(device)))
 
 
 class Correction(Protocol):
@@ -140,6 +141,13 @@ def activation_bytes(module: nn.Module, sample: Tensor) -> tuple[int, int]:
 #: (fixed, per-client) bytes of a step measured on a GPU, per engine structure (LocalSGD.__init__)
 _MEASURED: dict[tuple, tuple[int, int]] = {}
 
+#: Clients a CPU trains in one batched step at most (a call of more runs in parts). Past a few dozen clients a
+#: step's per-client tensors leave the cores' caches: on the 2-core Xeon of this project (2 MB L2 a core), ``afl
+#: bench local-sgd --no-reference`` trained mlp32 at 117-122 GFLOP/s with 16-24 clients and 81-87 with 80-160;
+#: mlp200 at 216-220 with 8-32 and 173-178 with 40-160; the char-LSTM alike with 10, 32 and 96. The FAVAS quick
+#: grid as a fleet (calls of up to 420 clients) spent 48.8 s in the engine without this cap and 38.4 s with it.
+CPU_CALL_CLIENTS = 24
+
 
 class LocalSGD:
     """Local SGD for many clients at once over one on-device dataset.
@@ -148,8 +156,8 @@ class LocalSGD:
     ``augment`` (``None``, ``"flip"`` or ``"crop_flip"``). ``max_bytes`` bounds the memory of one chunk of
     clients (parameters, gradients and activations; default 2 GiB on a CPU, half the free memory on a GPU); larger
     sets of clients are run chunk by chunk. A chunk's memory is measured on a GPU (steps of 2 and 4 clients, checked
-    at the chunk) and estimated from the activations on a CPU (``self.memory_basis``, ``self.bytes_per_client``).
-    ``strategy``: how a step is computed (:data:`afl.strategies.STRATEGIES`; ``"auto"`` picks per device and
+    at the chunk) and estimated from the activations on a CPU (``self.memory_basis``, ``self.bytes_per_client``);
+    on a CPU a step trains at most :data:`CPU_CALL_CLIENTS` of them at once (``self.call_clients``). ``strategy``: how a step is computed (:data:`afl.strategies.STRATEGIES`; ``"auto"`` picks per device and
     model, :func:`afl.strategies.choose_strategy`); ``self.strategy`` says which one runs. ``precision``: one of
     :data:`PRECISIONS` (``"bf16"``: mixed precision for a float32 model, see the module docstring).
     """
@@ -202,6 +210,8 @@ class LocalSGD:
             fixed, per_client = 0, 6 * param_bytes + batch_size * (4 * outputs + recurrent)
         self.bytes_per_client = per_client
         self.chunk = max(1, int((max_bytes - fixed) // per_client))
+        # clients of one batched step: the memory chunk, on a CPU at most what its caches hold well
+        self.call_clients = self.chunk if device.type == "cuda" else min(self.chunk, CPU_CALL_CLIENTS)
 
     def _measured_step_bytes(self, max_bytes: int, extra_per_client: int) -> tuple[int, int]:
         """(fixed, per-client) bytes of one local step on a GPU, from the CUDA allocator's peak: fitted as
@@ -360,8 +370,8 @@ class LocalSGD:
         by_group = torch.argsort(group_of, stable=True)
         order = by_group[torch.argsort(steps[by_group], descending=True, stable=True)]
         out = torch.empty_like(start)
-        for lo in range(0, C, self.chunk):
-            sel = order[lo:lo + self.chunk]
+        for lo in range(0, C, self.call_clients):
+            sel = order[lo:lo + self.call_clients]
             sel_dev = sel.to(self.device)
             segments, chunk_states = self._segments(groups, group_of[sel], row_of[sel])
             out[sel_dev] = self._run_sorted(

@@ -17,20 +17,26 @@ needs no ``yield`` at every place that might need a result; rather than processe
 needs the runs' jobs in one address space.
 
 A run that raises fails alone: its error is kept and the others finish (:class:`Outcome`).
-:func:`run_on_ray` spreads a grid over Ray tasks, each a fleet of its own.
+:func:`run_in_processes` spreads a grid over processes of this machine, :func:`run_on_ray` over Ray tasks; each
+part is a fleet of its own.
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
+import queue as queues
 import threading
 from collections import deque
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
+import torch
+
 from .errors import ParameterError, check_int
 from .jobs import _context, run_pending
-from .results import simulating
-from .runtime import tune_cpu_allocator
+from .results import advance, simulating, watch
+from .runtime import serial_openmp, share_devices, tune_cpu_allocator
 
 #: live runs of a fleet unless told otherwise (each holds its federation's per-client tables)
 DEFAULT_SIZE = 64
@@ -63,6 +69,7 @@ class _Member:
 
     def _main(self) -> None:
         _context.member = self
+        serial_openmp()                   # the engine's thread keeps the cores (afl.runtime.serial_openmp)
         self._go.wait()
         self._go.clear()
         try:
@@ -143,6 +150,75 @@ def chunks(items: Sequence, parts: int) -> list[list]:
     return [list(items[a:b]) for a, b in zip(bounds, bounds[1:])]
 
 
+def run_in_processes(work: Callable[..., list], items: Sequence, processes: int, *,
+                     on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """``work(part, on_outcome=...)`` -- typically a grid's fleet -- in ``processes`` processes of this machine, on
+    interleaved parts of ``items`` (``items[i::processes]``: a grid's methods mixed in every part); every
+    :class:`Outcome` in ``items``' order, each reported to ``on_outcome`` as its run ends.
+
+    Why: a fleet simulates all its runs in one Python thread. Where that thread limits -- a GPU fed by a fleet
+    of cheap steps (FAVAS's MNIST network on an H100 used 1.35 CPU cores, the GPU mostly idle), or a CPU with
+    more cores than small kernels use well -- N fleets in N processes share the device. Each process gets
+    ``1/processes`` of this process's PyTorch threads and of a GPU's free memory (:func:`afl.runtime.
+    share_devices`); processes start with ``spawn`` (safe with CUDA). ``work`` and the items must be picklable
+    (a ``functools.partial`` of a module function, as for :func:`run_on_ray`).
+    """
+    processes = check_int("processes", processes, 1)
+    parts = [list(items[i::processes]) for i in range(processes) if items[i::processes]]
+    if not parts:
+        return []
+    threads = max(1, torch.get_num_threads() // len(parts))
+    context = multiprocessing.get_context("spawn")
+    outbox = context.Queue()
+    outcomes: dict = {}
+    with ProcessPoolExecutor(len(parts), mp_context=context, initializer=_start_process,
+                             initargs=(outbox, threads, len(parts))) as pool:
+        futures = [pool.submit(_run_part, work, part) for part in parts]
+        while len(outcomes) < len(items):
+            try:
+                message = outbox.get(timeout=0.5)
+            except queues.Empty:
+                done, _ = wait(futures, timeout=0, return_when=FIRST_EXCEPTION)
+                for future in done:
+                    future.result()                # a process that died (memory, a signal) raises here
+                continue
+            if isinstance(message, _Progress):
+                advance(message.key, message.fraction)
+                continue
+            outcomes[message.key] = message
+            if on_outcome is not None:
+                on_outcome(message)
+    return [outcomes[item] for item in items]          # a grid's items are its run keys
+
+
+_outbox = None        # in a process of run_in_processes: where each finished run's outcome goes
+
+
+@dataclass(frozen=True)
+class _Progress:
+    """A run's progress report on its way from a process of :func:`run_in_processes` to the grid's bar."""
+
+    key: Hashable
+    fraction: float
+
+    @staticmethod
+    def advance(key, fraction: float) -> None:
+        _outbox.put(_Progress(key, fraction))
+
+
+def _start_process(outbox, threads: int, processes: int) -> None:
+    global _outbox
+    _outbox = outbox
+    torch.set_num_threads(threads)
+    share_devices(processes)
+    watch(_Progress)
+
+
+def _run_part(work, part) -> int:
+    work(part, on_outcome=_outbox.put)
+    return len(part)
+
+
 def ray_address(flag: bool | str | None) -> str | None:
     """The Ray cluster to use: ``flag`` (``True``: ``AFL_RAY_ADDRESS`` or a local instance), else
     ``AFL_RAY_ADDRESS`` if set, else ``None`` (no Ray)."""
@@ -189,4 +265,5 @@ def _call(work, chunk):
     return work(chunk)
 
 
-__all__ = ["DEFAULT_SIZE", "Outcome", "attempt", "run_fleet", "run_one_by_one", "chunks", "ray_address", "run_on_ray"]
+__all__ = ["DEFAULT_SIZE", "Outcome", "attempt", "run_fleet", "run_one_by_one", "run_in_processes", "chunks",
+           "ray_address", "run_on_ray"]

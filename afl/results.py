@@ -139,9 +139,22 @@ def report_progress(fraction: float) -> None:
     """Called as a run's simulated time advances (``fraction`` of it done); moves the bar of the grid it
     belongs to, if any (a fleet runs one thread at a time, so this never races)."""
     key = getattr(_running, "key", None)
-    if _watching is not None and key is not None:
-        _watching.advance(key, min(max(fraction, 0.0), 1.0))
+    if key is not None:
+        advance(key, min(max(fraction, 0.0), 1.0))
+
+
+def advance(key, fraction: float) -> None:
+    """Move the watching bar, if any, to ``fraction`` of run ``key`` (reports forwarded from another process)."""
+    if _watching is not None:
+        _watching.advance(key, fraction)
+
+
+def watch(watcher) -> None:
+    """Send this process's progress reports to ``watcher.advance(key, fraction)`` (a process of a grid spread
+    over processes forwards them to the one that shows the bar: :func:`afl.fleet.run_in_processes`)."""
+    global _watching
+    _watching = watcher
 
 
 __all__ = ["output_dir", "setting_key", "PartialRuns", "progress_bar", "RunProgress", "simulating",
-           "report_progress"]
+           "report_progress", "advance", "watch"]

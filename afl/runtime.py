@@ -2,6 +2,12 @@
 
 :func:`resolve_device`: a device name checked against what this machine has, before anything runs.
 
+:func:`serial_openmp`: this thread's PyTorch CPU ops start no OpenMP workers (a fleet's run threads, so that the
+engine's thread keeps its workers spinning between operations).
+
+:func:`share_devices`: this process shares the GPU with others (a grid spread over processes); its engines plan
+with that share of the free memory.
+
 :func:`tune_cpu_allocator`: PyTorch CPU tensors come from the C library's ``malloc``. glibc serves blocks of
 a few MB (activations, gradients) with ``mmap`` and hands them back to the kernel when freed, so every
 training step page-faults its freshly mapped memory again (measured here: a 64 MB ``relu`` 25 ms instead
@@ -69,6 +75,47 @@ def flush_denormals() -> bool:
     if "flush" not in _state:
         _state["flush"] = os.environ.get("AFL_FLUSH_DENORMALS", "1") != "0" and torch.set_flush_denormal(True)
     return _state["flush"]
+
+
+def serial_openmp() -> bool:
+    """Let this thread's PyTorch CPU ops run without OpenMP workers of their own (GNU OpenMP's thread count of this
+    thread set to 1; PyTorch's count for the other threads unchanged); True if in effect.
+
+    A fleet's runs are threads that compute little themselves (:mod:`afl.fleet`). Yet each that enters a parallel
+    region starts a team of OpenMP workers, and once GNU OpenMP manages more threads than there are cores it lets
+    idle workers spin only briefly: the workers of the thread that trains then sleep between operations and every
+    operation waits to wake them. Measured here (FAVAS quick grid, ``tools/engine_share.py``): the same 1,701
+    engine calls took 47 s one run at a time and 78 s with the run in a thread of its own (``--fleet-size 1``)."""
+    import torch
+
+    torch.get_num_threads()             # PyTorch's per-thread start-up, which would set the count back
+    if "gomp" not in _state:
+        _state["gomp"] = _libgomp()
+    if _state["gomp"] is None:
+        return False
+    _state["gomp"].omp_set_num_threads(1)
+    return True
+
+
+def _libgomp():
+    """The GNU OpenMP library PyTorch loaded (the same instance, found by path), or None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libgomp" in line}
+        return ctypes.CDLL(sorted(paths)[0]) if paths else None
+    except OSError:
+        return None
+
+
+def share_devices(processes: int) -> None:
+    """This process is one of ``processes`` that share the machine's GPU (:func:`afl.fleet.run_in_processes`): its
+    engines take that share of a GPU's free memory (:func:`device_share`)."""
+    _state["share"] = 1 / processes
+
+
+def device_share() -> float:
+    """The fraction of a GPU's free memory this process's engines may plan with (1 unless shared)."""
+    return _state.get("share", 1.0)
 
 
 def _mallopt() -> bool:

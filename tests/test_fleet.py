@@ -15,8 +15,8 @@ from afl.algorithms import register, run_algorithm
 from afl.algorithms.fedavg import FedAvg, FedAvgSettings
 from afl.algorithms.registry import REGISTRY, synchronous
 from afl.errors import ParameterError
-from afl.fleet import chunks, run_fleet, run_one_by_one
-from afl.results import RunProgress
+from afl.fleet import attempt, chunks, run_fleet, run_in_processes, run_one_by_one
+from afl.results import RunProgress, report_progress
 from reference import RUN, TIME, federation
 
 TOL = dict(rtol=1e-9, atol=1e-10)
@@ -191,6 +191,67 @@ def test_ray_fleets_equal_the_local_fleet():
     for a, b in zip(local, spread):            # two fleets instead of one: at most float rounding apart
         assert a["curve"]["loss"] == pytest.approx(b["curve"]["loss"], rel=1e-5)
         assert a["computed_client_steps"] == b["computed_client_steps"]
+
+
+def square_in_this_process(key):
+    report_progress(0.5)
+    if key == 3:
+        raise ParameterError("key", key, "anything but 3")
+    return key * key, os.getpid()
+
+
+def squares(keys, on_outcome):
+    """A grid's work as run_in_processes takes it: outcomes reported as they end (module level: picklable)."""
+    outcomes = []
+    for key in keys:
+        outcomes.append(attempt(key, lambda key=key: square_in_this_process(key)))
+        on_outcome(outcomes[-1])
+    return outcomes
+
+
+def test_processes_report_every_run_in_order_and_a_failure_alone(monkeypatch):
+    seen, halfway = [], []
+    with RunProgress(7, enabled=False) as progress:                # the runs' own progress reaches this bar
+        monkeypatch.setattr(progress, "advance", lambda key, fraction: halfway.append((key, fraction)))
+        outcomes = run_in_processes(squares, list(range(7)), 2, on_outcome=seen.append)
+    assert sorted(halfway) == [(key, 0.5) for key in range(7)]
+    assert [o.key for o in outcomes] == list(range(7)) and sorted(o.key for o in seen) == list(range(7))
+    assert [o.value[0] for o in outcomes if o.ok] == [0, 1, 4, 16, 25, 36]
+    assert isinstance(outcomes[3].error, ParameterError) and "key=3" in str(outcomes[3].error)
+    pids = {o.value[1] for o in outcomes if o.ok}
+    assert len(pids) == 2 and os.getpid() not in pids                  # interleaved parts: 0, 2, 4, 6 and 1, 3, 5
+    assert {o.value[1] for o in outcomes if o.ok and o.key % 2} == {outcomes[1].value[1]}
+    assert run_in_processes(squares, [], 3) == []
+    with pytest.raises(ParameterError, match="processes=0"):
+        run_in_processes(squares, [1], 0)
+
+
+def test_processes_equal_the_local_fleet():
+    if not os.environ.get("AFL_DATA"):
+        pytest.skip("AFL_DATA is not set: needs the MNIST mirror (each process loads it)")
+    from afl.repro import favas as fr
+    cfg = fr.setting("favas-table2", quick=True, n=8, s=2, Z=2, K=3, batch=8, total_time=40.0, eval_every=20.0,
+                     methods=("fedavg", "fedbuff", "favas"), splits=("iid", "noniid_2of3_fast"))
+    local = fr.compute_runs(cfg, seeds=2, progress=False)
+    spread = fr.compute_runs(cfg, seeds=2, progress=False, processes=3)
+    assert [fr.run_key(r) for r in spread] == [fr.run_key(r) for r in local]
+    for a, b in zip(local, spread):            # three fleets instead of one: at most float rounding apart
+        assert a["curve"]["loss"] == pytest.approx(b["curve"]["loss"], rel=1e-5)
+        assert a["computed_client_steps"] == b["computed_client_steps"]
+    with pytest.raises(ParameterError, match="processes=2.*Ray"):
+        fr.compute_runs(cfg, seeds=1, progress=False, processes=2, ray="local")
+
+
+def test_bench_fleet_also_times_the_grid_in_processes():
+    if not os.environ.get("AFL_DATA"):
+        pytest.skip("AFL_DATA is not set: needs the MNIST mirror (each process loads it)")
+    from afl.bench import bench_fleet
+    tiny = dict(n=8, s=2, Z=2, K=3, batch=8, total_time=40.0, eval_every=20.0, methods=("fedavg", "favas"),
+                splits=("iid", "noniid_2of3_fast"))
+    row = bench_fleet("favas-table2", seeds=1, overrides=tiny, processes=2)
+    assert row["processes"] == 2 and row["processes_failed_runs"] == 0 and row["runs"] == 4
+    assert row["processes_speedup"] == pytest.approx(row["sequential_s"] / row["processes_s"])
+    assert row["processes_max_final_accuracy_gap"] < 0.05
 
 
 def test_favas_fig2_variance_is_the_same_in_a_fleet(monkeypatch, tmp_path):

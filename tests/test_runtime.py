@@ -28,3 +28,29 @@ def probe(flush: str) -> list[int]:
 def test_import_flushes_denormals_on_worker_threads_unless_switched_off():
     assert probe("1") == [0, 0]                           # main thread with its OpenMP workers, and a later thread
     assert probe("0") == [1 << 21, 1 << 21]               # IEEE: every doubled denormal is a denormal, not zero
+
+
+# Threads of this process while a new thread (serial or not) has run a parallel op: its OpenMP workers show.
+TEAMS = """
+import os, threading, afl, torch
+from afl.runtime import serial_openmp
+torch.set_num_threads(2)
+x = torch.ones(1 << 22)
+(x * 2).sum()                                          # the main thread's team exists
+counts = []
+def op(serial):
+    ok = serial_openmp() if serial else True
+    (x * 2).sum()
+    counts.append((ok, len(os.listdir("/proc/self/task"))))
+for serial in (True, False):
+    t = threading.Thread(target=op, args=(serial,)); t.start(); t.join()
+print(*[n for _, n in counts], all(ok for ok, _ in counts))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
+def test_a_serial_thread_starts_no_openmp_workers():
+    """A fleet's run threads must not start OpenMP teams: GNU OpenMP then throttles the engine's workers."""
+    out = subprocess.run([sys.executable, "-c", TEAMS], capture_output=True, text=True, check=True).stdout.split()
+    serial, parallel, ok = int(out[0]), int(out[1]), out[2]
+    assert ok == "True" and parallel == serial + 1               # the other thread brought one worker along

@@ -226,13 +226,16 @@ def grid(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None
 
 def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
                  partial: PartialRuns | None = None, progress: bool = True, done: list[dict] = (),
-                 fleet: bool = True, fleet_size: int | None = None, ray: str | None = None) -> list[dict]:
+                 fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
+                 processes: int | None = None) -> list[dict]:
     """Every (seed, split, method) of ``cfg``: as one fleet (:mod:`afl.fleet`; at most ``fleet_size`` runs live),
-    one by one (``fleet=False``), or as fleets on a Ray cluster (``ray``: an address, or ``"local"``); see
+    one by one (``fleet=False``), or as fleets in ``processes`` processes or on a Ray cluster (``ray``: an address, or
+    ``"local"``); see
     :func:`afl.repro.runner.compute` for ``done``, ``partial`` and failures."""
     g = grid(cfg, seeds=seeds, device=device, root=root, track_variance=track_variance, fleet=fleet,
              fleet_size=fleet_size)
-    return compute(g, done=done, partial=partial, progress=progress, fleet=fleet, ray=ray, device=device)
+    return compute(g, done=done, partial=partial, progress=progress, fleet=fleet, ray=ray, processes=processes,
+                   device=device)
 
 
 def run_grid(cfg: FavasSetting, keys: list[tuple], *, device="cpu", root=None, track_variance=False,
@@ -321,13 +324,14 @@ def same_run(run: dict, cfg: FavasSetting, track_variance: bool = False) -> bool
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results",
                    root=None, device="cpu", progress: bool = True, fresh: bool = False, reuse=(),
                    fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
+                   processes: int | None = None,
                    **overrides) -> list[Path]:
     """Compute an experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``; returns the paths.
 
     Finished runs are appended to ``OUT/<experiment>.partial.jsonl`` as they end, and an interrupted invocation
     is resumed from that file (``fresh=True`` discards it first). ``reuse``: JSON results of other experiments
     whose runs are taken where they are the same runs (:func:`~afl.repro.runner.reusable_runs`, :func:`same_run`).
-    ``fleet``, ``fleet_size``, ``ray``: how the runs are executed (:func:`compute_runs`; the results do not depend
+    ``fleet``, ``fleet_size``, ``ray``, ``processes``: how the runs are executed (:func:`compute_runs`; the results do not depend
     on it beyond float rounding). ``overrides`` replace fields of the setting (e.g. ``n=10``). Everything is
     checked before anything is created or computed (:func:`afl.repro.runner.execute`).
     """
@@ -337,7 +341,7 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     g = grid(cfg, seeds=seeds, device=dev, root=root, track_variance=variance, fleet=fleet, fleet_size=fleet_size,
              name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
-                   fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
+                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides)
     return done.publish({
         "rows": table2(done.runs),
         "methods": {m: {"algorithm": METHODS[m].algorithm, "label": style(m)["label"],

@@ -652,13 +652,14 @@ def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
 
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results", root=None,
                    device="cpu", progress: bool = True, fresh: bool = False, reuse=(), fleet: bool = True,
-                   fleet_size: int | None = None, ray: str | None = None, **overrides) -> list[Path]:
+                   fleet_size: int | None = None, ray: str | None = None, processes: int | None = None,
+                   **overrides) -> list[Path]:
     """Compute a FedAST experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``."""
     cfg = setting(experiment, quick=quick, **overrides)
     dev = resolve_device(device)
     g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
-                   fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
+                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides)
     rows = summarize(done.runs)
     return done.publish({"rows": rows, "paper": PAPER_FIG7 if experiment == "fedast-fig7" else None}, out,
                         write_result)

@@ -439,6 +439,7 @@ def plot_result(result: dict, fig) -> None:
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results",
                    root=None, device="cpu", progress: bool = True, fresh: bool = False, reuse=(),
                    fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
+                   processes: int | None = None,
                    **overrides) -> list[Path]:
     """Compute a QAFeL experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png`` (as
     :func:`afl.repro.favas.run_experiment`: saved as runs end, resumed, reused, fleet or Ray)."""
@@ -446,7 +447,7 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     dev = resolve_device(device)
     g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
-                   fleet_size=fleet_size, ray=ray, device=dev, overrides=overrides)
+                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides)
     paper = paper_reference(experiment)
     return done.publish({
         "dataset": done.runs[0]["dataset"], "rows": table(done.runs),

@@ -19,7 +19,7 @@ import torch
 from ..algorithms import get as get_algorithm
 from ..compress import Quantizer
 from ..errors import RunsFailed, check, check_choice, check_int
-from ..fleet import DEFAULT_SIZE, run_fleet, run_on_ray, run_one_by_one
+from ..fleet import DEFAULT_SIZE, run_fleet, run_in_processes, run_on_ray, run_one_by_one
 from ..results import PartialRuns, RunProgress, output_dir, setting_key
 from ..runtime import flush_denormals
 
@@ -49,11 +49,16 @@ class Grid:
 
 
 def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress: bool = True,
-            fleet: bool = True, ray: str | None = None, device="cpu") -> list[dict]:
+            fleet: bool = True, ray: str | None = None, processes: int | None = None, device="cpu") -> list[dict]:
     """Every run of ``grid`` in key order: those in ``done`` as they are, the others computed by ``grid.work``
-    (or by Ray tasks, each running ``grid.work`` on a chunk of keys) and appended to ``partial`` as each ends.
+    (in ``processes`` processes of this machine, or as Ray tasks, each running ``grid.work`` on a part of the
+    keys: :func:`~afl.fleet.run_in_processes`, :func:`~afl.fleet.run_on_ray`) and appended to ``partial`` as each
+    ends.
     A failed run fails alone: the others finish and are saved, then :class:`~afl.errors.RunsFailed` names each
     failed run with its error."""
+    if processes is not None:
+        check_int("processes", processes, 1)
+        check(ray is None, "processes", processes, "no Ray address as well (Ray places its own tasks)")
     have = {grid.key_of(r): r for r in done}
     todo = [k for k in grid.keys if k not in have]
     failed = []
@@ -68,8 +73,10 @@ def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress
                 failed.append(outcome)
             bar.finished(outcome.key)
 
-        if ray is None:
+        if ray is None and (processes or 1) == 1:
             grid.work(todo, on_outcome=finished)
+        elif ray is None:
+            run_in_processes(grid.work, todo, processes, on_outcome=finished)
         else:
             run_on_ray(grid.work, todo, address=ray, num_gpus=1 if torch.device(device).type == "cuda" else 0,
                        on_done=lambda outcomes: [finished(o) for o in outcomes])
@@ -134,13 +141,13 @@ class Execution:
 
 def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bool = False, reuse=(),
             progress: bool = True, fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
-            device="cpu", overrides: dict | None = None) -> Execution:
+            processes: int | None = None, device="cpu", overrides: dict | None = None) -> Execution:
     """Compute ``grid`` for ``afl repro`` (``grid.work`` already runs as ``fleet``/``fleet_size`` say; they are
-    recorded here): runs saved in ``OUT/<name>.partial.jsonl`` by an interrupted
-    invocation are resumed (``fresh=True`` discards them first), runs of the JSON results in ``reuse`` are taken
-    where they are the same runs, and the rest is computed (:func:`compute`). Everything is checked before
-    anything is created or computed. ``overrides``: the setting's fields changed from the command line, recorded
-    in the command."""
+    recorded here, with ``ray`` and ``processes``, see :func:`compute`): runs saved in ``OUT/<name>.partial.jsonl``
+    by an interrupted invocation are resumed (``fresh=True`` discards them first), runs of the JSON results in
+    ``reuse`` are taken where they are the same runs, and the rest is computed (:func:`compute`). Everything is
+    checked before anything is created or computed. ``overrides``: the setting's fields changed from the command
+    line, recorded in the command."""
     if fleet_size is not None:
         check_int("fleet_size", fleet_size, 1)
     reuse = [Path(p) for p in reuse]
@@ -154,15 +161,18 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     have = {grid.key_of(r) for r in resumed}
     reused = [r for p in reuse for r in reusable_runs(p, grid) if grid.key_of(r) not in have]
     runs = compute(grid, done=resumed + reused, partial=partial, progress=progress, fleet=fleet, ray=ray,
-                   device=device)
+                   processes=processes, device=device)
     keys = {grid.key_of(r) for r in runs}
     how = "one by one" if not fleet else f"as one fleet of at most {fleet_size or DEFAULT_SIZE} live runs"
     if ray is not None:
         how = f"as Ray tasks ({ray}), each {'a fleet' if fleet else 'one by one'}"
+    elif (processes or 1) > 1:
+        how = f"in {processes} processes, each {'a fleet' if fleet else 'one by one'}"
     command = ("afl repro " + grid.name + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
                + set_flags(overrides)
                + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
                + (f" --fleet-size {fleet_size}" if fleet_size else "")
+               + (f" --processes {processes}" if processes else "")
                + ("" if ray is None else " --ray" if ray == "local" else f" --ray {ray}"))
     record = {"experiment": grid.name, "command": command, "quick": quick, "machine": machine(str(device)),
               "execution": f"runs computed {how}",
