@@ -102,16 +102,24 @@ class RunProgress:
         self.bar = progress_bar(total, enabled, desc=description,
                                 bar_format="{l_bar}{bar}| {n:.2f}/{total} runs [{elapsed}<{remaining}]",
                                 **bar_options)
-        self.bar.update(done)
+        self.done = done
         self.live: dict = {}
+        self._show()
 
     def advance(self, key, fraction: float) -> None:
         """Run ``key`` has done ``fraction`` of its simulated time."""
-        self.bar.update(fraction - self.live.get(key, 0.0))
         self.live[key] = fraction
+        self._show()
 
     def finished(self, key) -> None:
-        self.bar.update(1.0 - self.live.pop(key, 0.0))
+        self.live.pop(key, None)
+        self.done += 1
+        self._show()
+
+    def _show(self) -> None:
+        """Move the bar to the runs done plus the live runs' fractions, computed afresh (summing the steps would
+        drift past the total by float rounding)."""
+        self.bar.update(self.done + sum(self.live.values()) - self.bar.n)
 
     def __enter__(self) -> RunProgress:
         global _watching

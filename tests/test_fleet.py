@@ -160,6 +160,17 @@ def test_the_grid_bar_counts_finished_runs_and_fractions_of_live_ones():
     assert "3.50/4 runs" in out.getvalue()
 
 
+def test_the_grid_bar_ends_exactly_at_its_total():
+    """Fractions reported in tenths, then the runs' ends: the bar lands on the total, not float rounding past it
+    (which tqdm warns of, and shows as a negative time left)."""
+    with RunProgress(7, file=io.StringIO(), mininterval=0) as progress:
+        for key in range(7):
+            for tenth in range(1, 11):
+                progress.advance(key, tenth / 10)
+            progress.finished(key)
+            assert progress.bar.n == key + 1
+
+
 def test_ctrl_c_in_a_run_stops_the_fleet():
     def stop():
         raise KeyboardInterrupt

@@ -553,7 +553,7 @@ def figure(result: dict):
     fig.suptitle(f"{result['experiment']}{title_tag(result)} on {result['dataset']}: "
                  f"{cfg['model']}, {cfg['clients']} clients, C = {cfg['participation']:g}, J = {cfg['local_steps']}, "
                  f"{cfg['rounds']} rounds, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}"
-                 + (f"; Table 7 retuned: {', '.join(cfg['retune'])}" if cfg.get("retune") else ""))
+                 + (f"\nTable 7 retuned: {', '.join(cfg['retune'])}" if cfg.get("retune") else ""))
     rows = -(-len(fig.legends[0].get_texts()) // LEGEND_COLUMNS) if fig.legends else 0
     fig.tight_layout(rect=(0, 0.045 * rows, 1, 1))
     return fig

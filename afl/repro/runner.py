@@ -218,8 +218,9 @@ def machine(device: str) -> str:
     """The machine a result was computed on, in words."""
     cpu = platform.processor() or platform.machine()
     denormals = ", CPU denormals flushed" if flush_denormals() else ""
+    threads = torch.get_num_threads()
     return (f"{platform.system()} {cpu}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads{denormals}, device {device}")
+            f"{threads} thread{'s' if threads != 1 else ''}{denormals}, device {device}")
 
 
 __all__ = ["Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs", "Execution", "execute",
