@@ -26,8 +26,8 @@ import multiprocessing
 import os
 import queue as queues
 import threading
+import traceback
 from collections import deque
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
@@ -170,24 +170,35 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
     threads = max(1, torch.get_num_threads() // len(parts))
     context = multiprocessing.get_context("spawn")
     outbox = context.Queue()
+    # one process per part, not a pool: a pool's first worker may take every part before the others start, and
+    # then trains them one after another on its 1/N of the threads
+    workers = [context.Process(target=_run_part, args=(outbox, threads, len(parts), work, part), daemon=True)
+               for part in parts]
+    for worker in workers:
+        worker.start()
     outcomes: dict = {}
-    with ProcessPoolExecutor(len(parts), mp_context=context, initializer=_start_process,
-                             initargs=(outbox, threads, len(parts))) as pool:
-        futures = [pool.submit(_run_part, work, part) for part in parts]
+    try:
         while len(outcomes) < len(items):
             try:
                 message = outbox.get(timeout=0.5)
             except queues.Empty:
-                done, _ = wait(futures, timeout=0, return_when=FIRST_EXCEPTION)
-                for future in done:
-                    future.result()                # a process that died (memory, a signal) raises here
+                if any(w.exitcode for w in workers) or all(w.exitcode == 0 for w in workers):
+                    raise RuntimeError("run_in_processes: a process ended before its runs did (exit codes "
+                                       f"{[w.exitcode for w in workers]}; a crash, or memory ran out)") from None
                 continue
             if isinstance(message, _Progress):
                 advance(message.key, message.fraction)
-                continue
-            outcomes[message.key] = message
-            if on_outcome is not None:
-                on_outcome(message)
+            elif isinstance(message, _Failure):
+                raise RuntimeError(f"run_in_processes: a process failed outside its runs:\n{message.text}")
+            else:
+                outcomes[message.key] = message
+                if on_outcome is not None:
+                    on_outcome(message)
+    finally:
+        for worker in workers:
+            if worker.is_alive() and len(outcomes) < len(items):
+                worker.terminate()
+            worker.join()
     return [outcomes[item] for item in items]          # a grid's items are its run keys
 
 
@@ -206,17 +217,23 @@ class _Progress:
         _outbox.put(_Progress(key, fraction))
 
 
-def _start_process(outbox, threads: int, processes: int) -> None:
+@dataclass(frozen=True)
+class _Failure:
+    """An error of a process of :func:`run_in_processes` outside its runs (they fail alone, as outcomes)."""
+
+    text: str
+
+
+def _run_part(outbox, threads: int, processes: int, work, part) -> None:
     global _outbox
     _outbox = outbox
     torch.set_num_threads(threads)
     share_devices(processes)
     watch(_Progress)
-
-
-def _run_part(work, part) -> int:
-    work(part, on_outcome=_outbox.put)
-    return len(part)
+    try:
+        work(part, on_outcome=outbox.put)
+    except BaseException:  # noqa: BLE001 -- reported to the parent, which raises it
+        outbox.put(_Failure(traceback.format_exc()))
 
 
 def ray_address(flag: bool | str | None) -> str | None:

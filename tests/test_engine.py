@@ -141,10 +141,12 @@ class PullToReference:
 GROUPED = [(afl_mlp, "mlp"), (afl_mlp, "vmap"), (afl_mlp, "loop"), (char_lstm, "lstm")]
 
 
+@pytest.mark.parametrize("mix_groups", [True, False], ids=["mixed-steps", "step-per-group"])
 @pytest.mark.parametrize("make, strategy", GROUPED, ids=[s for _, s in GROUPED])
-def test_clients_of_different_hooks_train_in_one_call_as_apart(make, strategy):
+def test_clients_of_different_hooks_train_in_one_call_as_apart(make, strategy, mix_groups):
     """Groups of clients with different hooks (none, heavy ball, a gradient at a reference model), interleaved in
-    the call and with unequal steps, give each client and each state what a call per group gives."""
+    the call and with unequal steps, give each client and each state what a call per group gives: whether each
+    batched step holds several groups' clients (as on a GPU) or one group's (as on a CPU)."""
     module = make()
     data = TinyTokens() if make is char_lstm else Tiny((3, 2, 2))
     C, S, B = 8, 5, 8
@@ -164,6 +166,7 @@ def test_clients_of_different_hooks_train_in_one_call_as_apart(make, strategy):
                  "reference": start[rows].flip(0)}][group]
 
     engine = LocalSGD(module, data, batch_size=B, strategy=strategy)
+    engine.mix_groups = mix_groups
     groups = [HookGroup(r, h, states(i, r)) for i, (r, h) in enumerate(zip(rows, hooks))]
     got = engine.run(start, batches, steps, lr, wd, groups=groups)
     for i, (r, hook) in enumerate(zip(rows, hooks)):
@@ -175,6 +178,17 @@ def test_clients_of_different_hooks_train_in_one_call_as_apart(make, strategy):
     assert groups[2].state["sum"].abs().sum() > 0           # the hooks ran: their state moved
     assert not torch.allclose(got[r], LocalSGD(module, data, B, strategy=strategy).run(
         start[r], batches[r], steps[r], lr[r], wd[r]))       # and changed the result (the test can fail)
+
+
+def test_a_cpu_step_holds_one_groups_clients_most_steps_first():
+    engine = LocalSGD(afl_mlp(), Tiny((3, 2, 2)), batch_size=4)
+    engine.call_clients = 2
+    group_of = torch.tensor([1, 0, 2, 0, 1, 0, 2])
+    steps = torch.tensor([3, 1, 2, 5, 4, 2, 2])
+    assert not engine.mix_groups
+    assert [c.tolist() for c in engine._calls(group_of, steps)] == [[3, 5], [1], [4, 0], [2, 6]]
+    engine.mix_groups = True
+    assert [c.tolist() for c in engine._calls(group_of, steps)] == [[3, 4], [0, 5], [2, 6], [1]]
 
 
 @pytest.mark.parametrize("groups, name", [

@@ -237,6 +237,23 @@ def test_processes_report_every_run_in_order_and_a_failure_alone(monkeypatch):
         run_in_processes(squares, [1], 0)
 
 
+def broken_grid(keys, on_outcome):
+    raise ValueError("this grid cannot start")
+
+
+def dying_grid(keys, on_outcome):
+    if keys == [1]:
+        os._exit(3)                                  # as a process killed for memory: no outcome, no traceback
+    squares(keys, on_outcome)
+
+
+def test_a_process_that_fails_outside_its_runs_raises_in_the_parent():
+    with pytest.raises(RuntimeError, match="(?s)outside its runs.*this grid cannot start"):
+        run_in_processes(broken_grid, [0, 1], 2)
+    with pytest.raises(RuntimeError, match=r"ended before its runs did \(exit codes \[.*3"):
+        run_in_processes(dying_grid, [0, 1], 2)
+
+
 def test_processes_equal_the_local_fleet():
     if not os.environ.get("AFL_DATA"):
         pytest.skip("AFL_DATA is not set: needs the MNIST mirror (each process loads it)")
