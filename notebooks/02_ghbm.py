@@ -343,6 +343,18 @@ show_committed("ghbm-shakespeare-250-rounds-server-lr-1/ghbm-table2")
 #   where the paper has both 2–3.5 points above FedAvg. One seed, and our reading of Table 7.
 
 # %% [markdown]
+# ### A method at chance: MimeLiteMom with Table 7's rates (250 rounds on the CPU)
+
+# %%
+show_committed("ghbm-shakespeare-250-rounds-cpu/ghbm-table2")
+
+# %% [markdown]
+# What to notice: it never learns. Each local step adds `β m` to the gradient, and the server's momentum `m` (the
+# authors' code's form, `m ← β m + c`) grows to about ten full-batch gradients: at `η_l = 1` the 20 local steps
+# travel ten times as far as FedAvg's, and the model swings. With `η_l = 0.1`, 30 rounds, the loss falls steadily
+# (`results/ghbm-shakespeare-30-rounds-mimelitemom-lr-0.1/`); the 250-round run of that setting is still to do.
+
+# %% [markdown]
 # ### How the Shakespeare step size was found: 60 and 30 rounds on the CPU
 #
 # Before the GPU run, the same protocol ran on the 2-core CPU, cut to 60 and then 30 rounds with one seed. An
