@@ -157,8 +157,10 @@ class LocalSGD:
     clients (parameters, gradients and activations; default 2 GiB on a CPU, half the free memory on a GPU); larger
     sets of clients are run chunk by chunk. A chunk's memory is measured on a GPU (steps of 2 and 4 clients, checked
     at the chunk) and estimated from the activations on a CPU (``self.memory_basis``, ``self.bytes_per_client``);
-    on a CPU a step trains at most :data:`CPU_CALL_CLIENTS` of them at once (``self.call_clients``). ``strategy``: how a step is computed (:data:`afl.strategies.STRATEGIES`; ``"auto"`` picks per device and
-    model, :func:`afl.strategies.choose_strategy`); ``self.strategy`` says which one runs. ``precision``: one of
+    on a CPU a step trains at most :data:`CPU_CALL_CLIENTS` of them at once (``self.call_clients``), all of one
+    hook group (``self.mix_groups``: :meth:`_calls`). ``strategy``: how a step is computed
+    (:data:`afl.strategies.STRATEGIES`; ``"auto"`` picks per device and model,
+    :func:`afl.strategies.choose_strategy`); ``self.strategy`` says which one runs. ``precision``: one of
     :data:`PRECISIONS` (``"bf16"``: mixed precision for a float32 model, see the module docstring).
     """
 
@@ -383,10 +385,11 @@ class LocalSGD:
         """The clients of each step call, most steps first within a call (the active clients are a prefix) and the
         clients of one group next to each other. On a GPU (``mix_groups``) a call holds up to ``call_clients`` of
         any groups: a wide call is what a GPU is fast at. On a CPU, whose calls hold at most
-        :data:`CPU_CALL_CLIENTS`, a call holds one group's clients: there, a call that mixes groups costs more than it saves, since any hook in a
-        call makes every row of it go through flat copies of parameters and gradients, and rows with no hook
-        lose the fused SGD update (measured, the GHBM quick grid of 16 methods as a fleet on one thread of a 2-core
-        Xeon: 124.0 s in the engine mixed, 115.1 s per group; one by one 112.4 s)."""
+        :data:`CPU_CALL_CLIENTS`, a call holds one group's clients: there, a call that mixes groups costs more than
+        it saves, since any hook in a call makes every row of it go through flat copies of parameters and
+        gradients, and rows with no hook lose the fused SGD update (measured, the GHBM quick grid of 16 methods as
+        a fleet on one thread of a 2-core Xeon: 124.0 s in the engine mixed, 115.1 s per group; one by one
+        112.4 s)."""
         if not self.mix_groups:
             order = torch.argsort(group_of * (int(steps.max()) + 1 if len(steps) else 1) - steps, stable=True)
             bounds = torch.cumsum(torch.bincount(group_of[order]), 0).tolist() if len(order) else []
