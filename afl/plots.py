@@ -41,6 +41,8 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "mime": ("#17becf", "-", "MIME"),
     "mimemom": ("#17becf", "--", "MimeMom"),
     "mimelitemom": ("#17becf", ":", "MimeLiteMom"),
+    "mimemom-dampened": ("#17becf", (0, (6, 2, 1, 2)), "MimeMom, Karimireddy et al.'s dampened momentum"),
+    "mimelitemom-dampened": ("#17becf", "-.", "MimeLiteMom, Karimireddy et al.'s dampened momentum"),
     "fedcm": ("#8c6d31", "-", "FedCM (GHBM τ=1)"),
     "fedadc": ("#8c6d31", "--", "FedADC (GHBM τ=1)"),
     "fedcm-full": ("#8c6d31", ":", "FedCM, full participation"),

@@ -28,10 +28,13 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
     assert algorithm == "ghbm" and kw["tau"] == 10 and kw["s"] == 10 and kw["weight_decay"] == 1e-3
     algorithm, kw = cfg.run_kwargs("fedcm-full")
     assert algorithm == "fedcm" and kw["s"] == 100 and kw["alpha"] == 0.1
-    for c in (cfg, ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare")):   # the code's FedCM: FedCM's rates
-        algorithm, kw = c.run_kwargs("fedcm-code")
-        assert algorithm == "fedcm" and kw == c.run_kwargs("fedcm")[1] | {"momentum": "code"}
-    assert "fedcm-code" not in cfg.methods                                          # not a row of the paper
+    for c in (cfg, ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare")):   # the code's forms: same rates
+        for variant, form in (("fedcm-code", "code"), ("mimemom-dampened", "dampened"),
+                              ("mimelitemom-dampened", "dampened")):
+            method = variant.rsplit("-", 1)[0]
+            algorithm, kw = c.run_kwargs(variant)
+            assert algorithm == method and kw == c.run_kwargs(method)[1] | {"momentum": form}
+            assert variant not in cfg.methods                                      # not a row of the paper
     sh = ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare")
     assert (sh.model, sh.hyper, sh.local_steps, sh.batch, sh.rounds) == ("char-lstm", "shakespeare", 20, 100, 250)
     assert sh.run_kwargs("fedavg")[1]["lr"] == 1.0 and sh.run_kwargs("fedprox")[1]["mu"] == 1e-4

@@ -166,19 +166,21 @@ def adabest(loop, theta, rounds_, mu=0.05, beta=0.6):
     return theta
 
 
-def mime(loop, theta, rounds_, eta=1.0, beta=0.0, lite=False):
-    m = torch.zeros_like(theta)
+def mime(loop, theta, rounds_, eta=1.0, beta=0.0, lite=False, dampened=False):
+    """PyTorch's SGDm (the GHBM code's): m <- beta m + c; ``dampened`` (Karimireddy et al.'s): the fresh direction
+    weighted 1 - beta and m <- (1 - beta) c + beta m."""
+    m, fresh = torch.zeros_like(theta), 1 - beta if dampened else 1.0
     for clients in rounds_:
         full = [loop.grad(theta, torch.as_tensor(loop.parts[i])) for i in clients]
         c = torch.stack(full).mean(0)
         x = theta
         if lite:
-            correct = lambda w, d, idx: d + beta * m                              # noqa: E731
+            correct = lambda w, d, idx: fresh * d + beta * m                                  # noqa: E731
         else:
-            correct = lambda w, d, idx: d - loop.grad(x, idx) + c + beta * m     # noqa: E731
+            correct = lambda w, d, idx: fresh * (d - loop.grad(x, idx) + c) + beta * m       # noqa: E731
         ys = [loop.train(i, theta, correct) for i in clients]
         theta = theta - eta * pseudo(loop, theta, clients, ys)
-        m = beta * m + c
+        m = beta * m + fresh * c
     return theta
 
 
@@ -263,6 +265,10 @@ CASES = {
     "mime": (dict(), mime),
     "mimemom": (dict(server_lr=0.5, beta=0.7), lambda *a: mime(*a, eta=0.5, beta=0.7)),
     "mimelitemom": (dict(server_lr=0.5, beta=0.7), lambda *a: mime(*a, eta=0.5, beta=0.7, lite=True)),
+    "mimemom-dampened": (dict(server_lr=0.5, beta=0.7, momentum="dampened"),
+                         lambda *a: mime(*a, eta=0.5, beta=0.7, dampened=True)),
+    "mimelitemom-dampened": (dict(server_lr=0.5, beta=0.7, momentum="dampened"),
+                             lambda *a: mime(*a, eta=0.5, beta=0.7, lite=True, dampened=True)),
     "fedcm": (dict(alpha=0.3, server_lr=1.0), fedcm),
     "fedcm-code": (dict(alpha=0.3, server_lr=1.0, momentum="code"), fedcm_code),
     "ghbm": (dict(tau=3, beta=0.9), ghbm),
@@ -277,7 +283,7 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_method_matches_its_update_rule(case):
     settings, oracle = CASES[case]
-    check(case.replace("-code", "").replace("-mean", ""), oracle, **settings)
+    check(case.replace("-code", "").replace("-mean", "").replace("-dampened", ""), oracle, **settings)
 
 
 def test_fedcm_code_leaves_the_tensors_past_the_last_ones_length_alone():
@@ -304,6 +310,17 @@ def test_fedcm_code_spreads_the_last_tensor_over_the_first_ones():
     out, fed = run("fedcm", momentum="code")
     P, bias = fed.init.numel(), fed.engine.model.numels[-1]
     assert out["bytes_down"] == ROUNDS * S * (P + bias) * 4        # the model and the output bias, 32 bits each
+
+
+@pytest.mark.parametrize("name", ["mimemom", "mimelitemom"])
+def test_mime_momentum_forms_differ_only_by_the_local_rate(name):
+    """Karimireddy et al.'s dampened form at eta_l equals PyTorch's at (1 - beta) eta_l (m scaled by 1 - beta)."""
+    beta = 0.7
+    a, _ = run(name, server_lr=0.5, beta=beta, momentum="dampened")
+    b, _ = run(name, server_lr=0.5, beta=beta, lr=(1 - beta) * LR)
+    c, _ = run(name, server_lr=0.5, beta=beta)
+    torch.testing.assert_close(a["model"], b["model"], **TOL)
+    assert not torch.allclose(a["model"], c["model"], **TOL)
 
 
 def test_server_ghbm_with_tau_1_is_fedavgm():

@@ -73,7 +73,7 @@ class RoundSettings(Settings):
 class Drift:
     """A client's corrected local direction (the engine's correction hook, :class:`afl.engine.Correction`):
 
-        d' = scale * d + shift + pull * (w - anchor) - grad f_i(reference; same batch)
+        d' = scale * (d - grad f_i(reference; same batch)) + shift + pull * (w - anchor)
 
     ``d`` is the SGD direction (gradient plus weight decay) at the local model ``w``. Each term is present when
     its per-client state is submitted with the job: ``scale`` (a per-coordinate vector; else the constant
@@ -90,16 +90,15 @@ class Drift:
     def __call__(self, t: int, w: Tensor, d: Tensor, w0: Tensor, state: dict[str, Tensor]) -> Tensor:
         if "direction_sum" in state:
             state["direction_sum"] += d
+        out = d - state["gradient_at"] if self.gradient_at is not None else d
         if "scale" in state:
-            out = d * state["scale"]
-        else:
-            out = d * self.scale if self.scale != 1.0 else d
+            out = out * state["scale"]
+        elif self.scale != 1.0:
+            out = out * self.scale
         if "shift" in state:
             out = out + state["shift"]
         if self.pull != 0.0 or "pull" in state:
             out = out + state.get("pull", self.pull) * (w - state.get("anchor", w0))
-        if self.gradient_at is not None:
-            out = out - state["gradient_at"]
         return out
 
 

@@ -14,8 +14,11 @@ alpha = 1 - beta and eta_l / alpha, FedCM's tuned 0.1; SCAFFOLD-M: FedCM's momen
 server beta = 0.9; on Shakespeare the GHBM family takes FedAvg's eta = eta_l = 1, as FedHBM takes FedAvg's rates on
 CIFAR: every Shakespeare method with a bold eta_l has 1, and at 0.1 FedAvg itself stays at the most frequent
 character for 30 rounds, ``tools/ghbm_step_probe.py``). Every result records the settings of each of its runs.
-The method ``fedcm-code`` (not a row of the paper's tables; ``--set methods=fedcm,fedcm-code``) is FedCM as the
-authors' code runs it, with FedCM's rates (:mod:`afl.algorithms.fedcm`).
+Variants that are not rows of the paper's tables (e.g. ``--set methods=fedcm,fedcm-code``): ``fedcm-code`` is
+FedCM as the authors' code runs it, with FedCM's rates (:mod:`afl.algorithms.fedcm`); ``mimemom-dampened`` and
+``mimelitemom-dampened`` take Karimireddy et al.'s dampened momentum form instead of the PyTorch form of the
+authors' code, in which Table 7's rates were tuned, at the same rates (:mod:`afl.algorithms.mime`: their clients
+move 1 - beta = a tenth as far).
 
 Scales. The paper's CIFAR runs are 20,000 rounds (1.6 M client steps per run): a GPU's work. Offline only the
 lossy ``cifar10-jpeg`` copy of CIFAR-10 exists (CIFAR-100 does not), so the paper setting runs Table 8's CIFAR-10
@@ -50,9 +53,10 @@ from .runner import (Grid, base_setting, execute, heading, paper_difference, run
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
                  "fedadc", "mimemom", "mimelitemom", "fedcm-full", "ghbm", "localghbm", "fedhbm")
-#: method -> registered algorithm, where the name differs (``fedcm-code``: FedCM as the authors' code runs it,
-#: not a row of the paper; :mod:`afl.algorithms.fedcm`)
-ALGORITHM = {"fedcm-full": "fedcm", "fedcm-code": "fedcm"}
+#: method -> registered algorithm, where the name differs (``fedcm-code``, ``*-dampened``: variants, not rows of
+#: the paper)
+ALGORITHM = {"fedcm-full": "fedcm", "fedcm-code": "fedcm", "mimemom-dampened": "mimemom",
+             "mimelitemom-dampened": "mimelitemom"}
 #: the setting fields that only choose which runs a grid makes
 SELECTION = ("seeds", "methods", "splits", "taus")
 
@@ -65,6 +69,8 @@ HYPER = {
         "fedavgm": dict(server_lr=0.1, lr=0.01, beta=0.9), "scaffold-m": dict(server_lr=0.1, lr=0.1, beta=0.1),
         "fedcm": dict(server_lr=0.1, lr=0.1, alpha=0.1), "fedadc": dict(server_lr=1.0, lr=0.01, beta=0.9),
         "mimemom": dict(server_lr=0.1, lr=0.01, beta=0.9), "mimelitemom": dict(server_lr=0.1, lr=0.01, beta=0.9),
+        "mimemom-dampened": dict(server_lr=0.1, lr=0.01, beta=0.9, momentum="dampened"),
+        "mimelitemom-dampened": dict(server_lr=0.1, lr=0.01, beta=0.9, momentum="dampened"),
         "fedcm-full": dict(server_lr=0.1, lr=0.1, alpha=0.1), "ghbm": dict(server_lr=1.0, lr=0.01, beta=0.9),
         "fedcm-code": dict(server_lr=0.1, lr=0.1, alpha=0.1, momentum="code"),
         "localghbm": dict(server_lr=1.0, lr=0.01, beta=0.9), "fedhbm": dict(server_lr=1.0, lr=0.01, beta=1.0)}),
@@ -75,6 +81,8 @@ HYPER = {
         "fedavgm": dict(server_lr=0.1, lr=1.0, beta=0.9), "scaffold-m": dict(server_lr=0.1, lr=1.0, beta=0.1),
         "fedcm": dict(server_lr=0.1, lr=1.0, alpha=0.1), "fedadc": dict(server_lr=1.0, lr=0.1, beta=0.9),
         "mimemom": dict(server_lr=0.1, lr=1.0, beta=0.9), "mimelitemom": dict(server_lr=0.1, lr=1.0, beta=0.9),
+        "mimemom-dampened": dict(server_lr=0.1, lr=1.0, beta=0.9, momentum="dampened"),
+        "mimelitemom-dampened": dict(server_lr=0.1, lr=1.0, beta=0.9, momentum="dampened"),
         "fedcm-full": dict(server_lr=0.1, lr=1.0, alpha=0.1), "ghbm": dict(server_lr=1.0, lr=1.0, beta=0.9),
         "fedcm-code": dict(server_lr=0.1, lr=1.0, alpha=0.1, momentum="code"),
         "localghbm": dict(server_lr=1.0, lr=1.0, beta=0.9), "fedhbm": dict(server_lr=1.0, lr=1.0, beta=1.0)}),
