@@ -53,10 +53,12 @@ from .runner import (Grid, base_setting, execute, heading, paper_difference, run
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
                  "fedadc", "mimemom", "mimelitemom", "fedcm-full", "ghbm", "localghbm", "fedhbm")
-#: method -> registered algorithm, where the name differs (``fedcm-code``, ``*-dampened``: variants, not rows of
-#: the paper)
-ALGORITHM = {"fedcm-full": "fedcm", "fedcm-code": "fedcm", "mimemom-dampened": "mimemom",
-             "mimelitemom-dampened": "mimelitemom"}
+#: variants that are not rows of the paper: name -> (the method whose Table 7 settings they take, what they change)
+VARIANTS = {"fedcm-code": ("fedcm", {"momentum": "code"}),
+            "mimemom-dampened": ("mimemom", {"momentum": "dampened"}),
+            "mimelitemom-dampened": ("mimelitemom", {"momentum": "dampened"})}
+#: method -> registered algorithm, where the name differs
+ALGORITHM = {"fedcm-full": "fedcm"} | {name: base for name, (base, _) in VARIANTS.items()}
 #: the setting fields that only choose which runs a grid makes
 SELECTION = ("seeds", "methods", "splits", "taus")
 
@@ -69,10 +71,7 @@ HYPER = {
         "fedavgm": dict(server_lr=0.1, lr=0.01, beta=0.9), "scaffold-m": dict(server_lr=0.1, lr=0.1, beta=0.1),
         "fedcm": dict(server_lr=0.1, lr=0.1, alpha=0.1), "fedadc": dict(server_lr=1.0, lr=0.01, beta=0.9),
         "mimemom": dict(server_lr=0.1, lr=0.01, beta=0.9), "mimelitemom": dict(server_lr=0.1, lr=0.01, beta=0.9),
-        "mimemom-dampened": dict(server_lr=0.1, lr=0.01, beta=0.9, momentum="dampened"),
-        "mimelitemom-dampened": dict(server_lr=0.1, lr=0.01, beta=0.9, momentum="dampened"),
         "fedcm-full": dict(server_lr=0.1, lr=0.1, alpha=0.1), "ghbm": dict(server_lr=1.0, lr=0.01, beta=0.9),
-        "fedcm-code": dict(server_lr=0.1, lr=0.1, alpha=0.1, momentum="code"),
         "localghbm": dict(server_lr=1.0, lr=0.01, beta=0.9), "fedhbm": dict(server_lr=1.0, lr=0.01, beta=1.0)}),
     "shakespeare": dict(weight_decay=0.0, methods={
         "fedavg": dict(server_lr=1.0, lr=1.0), "fedprox": dict(server_lr=1.0, lr=1.0, mu=1e-4),
@@ -81,10 +80,7 @@ HYPER = {
         "fedavgm": dict(server_lr=0.1, lr=1.0, beta=0.9), "scaffold-m": dict(server_lr=0.1, lr=1.0, beta=0.1),
         "fedcm": dict(server_lr=0.1, lr=1.0, alpha=0.1), "fedadc": dict(server_lr=1.0, lr=0.1, beta=0.9),
         "mimemom": dict(server_lr=0.1, lr=1.0, beta=0.9), "mimelitemom": dict(server_lr=0.1, lr=1.0, beta=0.9),
-        "mimemom-dampened": dict(server_lr=0.1, lr=1.0, beta=0.9, momentum="dampened"),
-        "mimelitemom-dampened": dict(server_lr=0.1, lr=1.0, beta=0.9, momentum="dampened"),
         "fedcm-full": dict(server_lr=0.1, lr=1.0, alpha=0.1), "ghbm": dict(server_lr=1.0, lr=1.0, beta=0.9),
-        "fedcm-code": dict(server_lr=0.1, lr=1.0, alpha=0.1, momentum="code"),
         "localghbm": dict(server_lr=1.0, lr=1.0, beta=0.9), "fedhbm": dict(server_lr=1.0, lr=1.0, beta=1.0)}),
 }
 
@@ -169,7 +165,7 @@ class GhbmSetting:
         if self.test_samples is not None:
             check_int("test_samples", self.test_samples, 1)
         for m in self.methods:
-            check_choice("methods", m, HYPER[self.hyper]["methods"])
+            check_choice("methods", m, method_settings(self.hyper))
         for t in self.taus:
             check_int("taus", t, 1)
         for t in self.probe_taus:
@@ -182,7 +178,7 @@ class GhbmSetting:
     def retuned(self) -> dict[str, dict[str, float]]:
         """``retune`` as method -> {name: value}, each checked against the method's Table 7 entries."""
         out: dict[str, dict[str, float]] = {}
-        table = HYPER[self.hyper]["methods"]
+        table = method_settings(self.hyper)
         for item in self.retune:
             target, sep, value = str(item).partition("=")
             method, dot, name = target.partition(".")
@@ -201,15 +197,22 @@ class GhbmSetting:
 
     def run_kwargs(self, method: str, tau: int | None = None) -> tuple[str, dict]:
         """``method``'s algorithm and settings in this experiment (Table 7's values for its dataset)."""
-        check_choice("method", method, HYPER[self.hyper]["methods"])
+        table = method_settings(self.hyper)
+        check_choice("method", method, table)
         kw = dict(K=self.local_steps, s=self.per_round, timing="rounds", sampling=self.sampling, weighting="size",
-                  weight_decay=HYPER[self.hyper]["weight_decay"]) | HYPER[self.hyper]["methods"][method]
+                  weight_decay=HYPER[self.hyper]["weight_decay"]) | table[method]
         kw.update(self.retuned().get(method, {}))
         if method == "fedcm-full":
             kw.update(s=self.clients, sampling="uniform")
         if method in ("ghbm", "ghbm-server"):
             kw["tau"] = int(tau if tau is not None else round(1 / self.participation))
         return ALGORITHM.get(method, method), kw
+
+
+def method_settings(hyper: str) -> dict[str, dict]:
+    """Every method's settings in Table 7's column ``hyper``, the :data:`VARIANTS` included."""
+    table = HYPER[hyper]["methods"]
+    return table | {name: table[base] | change for name, (base, change) in VARIANTS.items()}
 
 
 def split_alpha(split: str) -> float:
@@ -318,7 +321,7 @@ def run_key(run: dict) -> tuple:
 
 def same_run(run: dict, cfg: GhbmSetting) -> bool:
     """Whether a saved run is what ``cfg`` computes now (its method's settings unchanged)."""
-    if run["method"] not in HYPER[cfg.hyper]["methods"]:
+    if run["method"] not in method_settings(cfg.hyper):
         return False
     algorithm, kw = cfg.run_kwargs(run["method"], run["tau"])
     return same_settings(run.get("settings"), algorithm, **kw)
