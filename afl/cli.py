@@ -141,8 +141,11 @@ def _interrupted(args) -> str:
     from pathlib import Path
     from .results import PartialRuns
     partial = PartialRuns(Path(args.out) / f"{args.experiment}.partial.jsonl", key="")
-    return (f"afl: interrupted; {partial.count()} finished run(s) are saved in {partial.path}. Run the same "
-            f"command again to resume from them; add --fresh to start over.")
+    checkpoints = Path(args.out) / f"{args.experiment}.checkpoints"
+    midway = len(list(checkpoints.glob("*.ckpt"))) if checkpoints.is_dir() else 0
+    stopped = f", and {midway} stopped run(s) have checkpoints in {checkpoints}" if midway else ""
+    return (f"afl: interrupted; {partial.count()} finished run(s) are saved in {partial.path}{stopped}. Run the "
+            f"same command again to resume from them; add --fresh to start over.")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -72,6 +72,13 @@ class Evaluation(_Pending):
     def value(self) -> dict[str, float]:
         return self._get()
 
+    @classmethod
+    def known(cls, queue, value: dict[str, float]) -> Evaluation:
+        """An evaluation computed before (a run resumed from a checkpoint)."""
+        evaluation = cls(queue, None)
+        evaluation._out = value
+        return evaluation
+
 
 class FullGradient(_Pending):
     """Clients' full-batch gradients, each at its own model (:meth:`~afl.engine.LocalSGD.full_gradient`), computed
@@ -141,6 +148,19 @@ class JobQueue:
         self.gradients.append(request)
         _enlist(self)
         return request
+
+    def state_dict(self) -> dict:
+        """Where the run's random streams stand (mini-batches, augmentation bits) and its step count, between two
+        rounds (:mod:`afl.checkpoint`); a :class:`ParameterError` while jobs or full-batch gradients are pending."""
+        check(not self.pending and not self.gradients, "checkpoint", f"{len(self.pending)} pending jobs",
+              "a round boundary, where no job or full-batch gradient is pending")
+        return dict(rngs=self.streams.rngs, stream_pending=self.streams.pending,
+                    generator=self.generator.get_state(), client_steps=self.client_steps)
+
+    def load_state_dict(self, state: dict) -> None:
+        self.streams.rngs, self.streams.pending = state["rngs"], state["stream_pending"]
+        self.generator.set_state(state["generator"])
+        self.client_steps = state["client_steps"]
 
     def cancel_jobs(self) -> None:
         """Drop the pending jobs (a run that has ended never needs them); their ``result()`` raises."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from ..checkpoint import EVERY_S, RunCheckpoint
 from ..data import load_dataset, partition as make_partition
 from ..engine import LocalSGD
 from ..errors import check
@@ -20,7 +21,7 @@ from ..streams import ClientStreams
 from . import (feddyn, favas, fedavg, fedbuff, fedcm, fedprox, ghbm, mime, qafel,  # noqa: F401
                quafl, scaffold)  # each registers its algorithms
 from .base import Federation, History, Learner, Settings, TargetReached
-from .registry import REGISTRY, get, register
+from .registry import REGISTRY, get, register, synchronous
 from .state import ClientState
 
 ALGORITHMS = tuple(REGISTRY)
@@ -57,7 +58,7 @@ def make_federation(dataset, model: str, n_clients: int, partition: str = "iid",
 
 
 def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: float, target: float | None = None,
-                  learner_class=None, **settings) -> dict:
+                  learner_class=None, checkpoint=None, checkpoint_every: float = EVERY_S, **settings) -> dict:
     """Train with algorithm ``name`` for ``total_time`` simulated time units; return its history as a dict.
 
     ``settings``: the algorithm's own (``afl.algorithms.get(name).settings``, e.g. ``K``, ``lr``, ``s``, ``Z``,
@@ -67,7 +68,10 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     ``schedule`` (timeline and contacts), the final ``model`` and the ``settings`` used. With a ``target``
     accuracy the run stops at the first evaluation that reaches it (``target_reached_at``; ``schedule`` None).
     ``learner_class``: a subclass of the algorithm's learner to run instead (an instrumented run, e.g. the GHBM
-    paper's Fig. 1 probe); the returned dict holds it as ``learner``.
+    paper's Fig. 1 probe); the returned dict holds it as ``learner``. ``checkpoint``: a file path; the run saves
+    its state there every ``checkpoint_every`` seconds of wall time and, started again with the same path, goes
+    on from it (:mod:`afl.checkpoint`; algorithms on unit-time rounds, GHBM's). The file is deleted when the run
+    ends.
     """
     algo = get(name)
     history = History(fed.queue, eval_every, total_time, target=target)
@@ -77,11 +81,20 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
         check(issubclass(learner_class, algo.learner), "learner_class", learner_class.__name__,
               f"a subclass of {name}'s learner {algo.learner.__name__}")
     learner = (learner_class or algo.learner)(fed, history, cfg)
+    saving = {}
+    if checkpoint is not None:
+        on_rounds = [a.name for a in REGISTRY.values() if a.protocol is synchronous]
+        check(algo.protocol is synchronous, "checkpoint", str(checkpoint),
+              f"an algorithm on unit-time rounds ({', '.join(on_rounds)}); {name} is not")
+        saving["checkpoint"] = RunCheckpoint(checkpoint, run_identity(name, cfg, fed, total_time, eval_every, target),
+                                             checkpoint_every)
     try:
-        schedule = algo.protocol(fed, cfg, learner, total_time)
+        schedule = algo.protocol(fed, cfg, learner, total_time, **saving)
         learner.finish()
     except TargetReached:
         schedule = None
+    if saving:
+        saving["checkpoint"].discard()
     fed.queue.cancel_jobs()              # clients still training when the time ran out: never needed
     out = history.to_dict()
     out["schedule"] = schedule
@@ -90,6 +103,15 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     if learner_class is not None:
         out["learner"] = learner
     return out
+
+
+def run_identity(name: str, cfg: Settings, fed: Federation, total_time: float, eval_every: float,
+                 target: float | None) -> dict:
+    """What makes a run this run, for its checkpoint: the algorithm and its settings, the budget, and the
+    federation (seed, clients' data sizes, batch size, initial model)."""
+    return dict(algorithm=name, settings=repr(cfg), total_time=float(total_time), eval_every=float(eval_every),
+                target=target, seed=fed.seed, sizes=[len(p) for p in fed.queue.streams.parts],
+                batch=fed.queue.streams.batch_size, init=[fed.init.numel(), float(fed.init.double().sum())])
 
 
 __all__ = ["ALGORITHMS", "REGISTRY", "ClientState", "Federation", "History", "Learner", "Settings", "TargetReached",

@@ -10,8 +10,10 @@ different round lengths are compared at the same moments (FAVAS Sec. 5, "total s
 from __future__ import annotations
 
 import time as _wall
+from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
 from torch import Tensor
 
 from ..engine import LocalSGD
@@ -83,6 +85,7 @@ class History:
         if self.target is not None:
             check_real("target", self.target, 0, 1, strict_low=True, hint="an accuracy in (0, 1]")
         self.reached: float | None = None
+        self.resumed_at: list[float] = []       # simulated times at which the run went on from a checkpoint
         self._next = 0.0
         self._rows: list[tuple[float, Evaluation, dict]] = []
 
@@ -112,6 +115,22 @@ class History:
     def finish(self, model: Tensor, **extra) -> None:
         self.record(self.total_time, model, **extra)
 
+    def state_dict(self) -> dict:
+        """The grid so far (pending evaluations as their models: saving computes nothing), the counters and the
+        wall time so far, for a checkpoint (:mod:`afl.checkpoint`)."""
+        rows = [(t, e.value() if e.done else e.model, row) for t, e, row in self._rows]
+        return dict(rows=rows, next=self._next, counters=dict(self.counters), reached=self.reached,
+                    resumed_at=list(self.resumed_at), wall=_wall.perf_counter() - self.wall_start)
+
+    def load_state_dict(self, state: dict, now: float) -> None:
+        """Go on from ``state``, resumed at simulated time ``now``: models not yet evaluated are queued again."""
+        self._rows = [(t, Evaluation.known(self.queue, e) if isinstance(e, dict) else self.queue.evaluate(e), row)
+                      for t, e, row in state["rows"]]
+        self._next, self.reached = state["next"], state["reached"]
+        self.counters.update(state["counters"])
+        self.resumed_at = state["resumed_at"] + [now]
+        self.wall_start = _wall.perf_counter() - state["wall"]
+
     @property
     def series(self) -> dict[str, list]:
         """``time``, ``accuracy``, ``loss``, the counters and any extra value, one entry per grid time so far."""
@@ -122,15 +141,17 @@ class History:
         return out
 
     def to_dict(self) -> dict:
-        """``curve`` (every series on the grid) plus the run's totals and speed."""
+        """``curve`` (every series on the grid) plus the run's totals and speed (``wall_seconds``: its compute time,
+        over every sitting of a run resumed from checkpoints, whose ``resumed_at`` lists the simulated times)."""
         series = self.series
         wall = _wall.perf_counter() - self.wall_start
         computed = self.queue.client_steps
         acc = series.get("accuracy", [])
+        resumed = {"resumed_at": self.resumed_at} if self.resumed_at else {}
         return {"curve": series, "final_accuracy": acc[-1] if acc else None, **self.counters,
                 "target": self.target, "target_reached_at": self.reached,
                 "computed_client_steps": computed, "wall_seconds": wall,
-                "client_steps_per_s": computed / wall if wall > 0 else None}
+                "client_steps_per_s": computed / wall if wall > 0 else None, **resumed}
 
 
 @dataclass(frozen=True)
@@ -179,6 +200,30 @@ class Learner:
         """Evaluate the grid points left after the last server step."""
         self.history.finish(self.w)
 
+    #: attributes that wire the learner to its run, not state of its own
+    WIRING = ("fed", "history", "cfg", "queue")
+
+    def snapshot(self) -> dict:
+        """The run's state between two server steps, for a checkpoint (:mod:`afl.checkpoint`): every attribute
+        holding data (the server model, momenta, past models, the client store, counters), the history and the
+        job queue's generators. Functions (correction hooks) are what ``__init__`` builds from the settings, and
+        are built again; an attribute of any other kind is a ``TypeError`` (it could not be saved)."""
+        data = {}
+        for name, value in vars(self).items():
+            if name in self.WIRING or callable(value):
+                continue
+            if not _is_data(value):
+                raise TypeError(f"{type(self).__name__}.{name} ({type(value).__name__}) is neither data nor a "
+                                "function: a checkpoint cannot hold it")
+            data[name] = value
+        return dict(learner=data, history=self.history.state_dict(), queue=self.queue.state_dict())
+
+    def restore(self, snapshot: dict, now: float) -> None:
+        """Go on from a :meth:`snapshot`, at simulated time ``now``."""
+        vars(self).update(snapshot["learner"])
+        self.queue.load_state_dict(snapshot["queue"])
+        self.history.load_state_dict(snapshot["history"], now)
+
     def message_bytes(self) -> int:
         """Bytes of one model on the wire (uploads and downloads alike)."""
         return self.fed.model_bytes
@@ -196,6 +241,17 @@ class Learner:
         c["bytes_up"] += round(uploads * up_messages * self.message_bytes())
         c["bytes_down"] += round((len(contacts) if downloads is None else downloads) * down_messages
                                  * self.message_bytes())
+
+
+def _is_data(value) -> bool:
+    """Tensors, arrays, numbers, strings, generators, client stores and containers of them: what a learner's state
+    is made of."""
+    if isinstance(value, (Tensor, np.ndarray, np.generic, np.random.Generator, ClientState, int, float, str,
+                          type(None))):
+        return True
+    if isinstance(value, dict):
+        return all(_is_data(v) for v in value.values())
+    return isinstance(value, (list, tuple, deque)) and all(_is_data(v) for v in value)
 
 
 def model_variance(server: Tensor, clients: Tensor) -> float:

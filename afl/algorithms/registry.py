@@ -74,12 +74,16 @@ def buffered(fed, cfg, learner, t_end: float) -> ScheduleResult:
                                       server_time=cfg.server_time, concurrency=cfg.concurrency, learner=learner)
 
 
-def synchronous(fed, cfg, learner, t_end: float) -> ScheduleResult:
+def synchronous(fed, cfg, learner, t_end: float, checkpoint=None) -> ScheduleResult:
     """Rounds of ``cfg.s`` clients: unit-time rounds, uniform or cyclic (``cfg.timing == "rounds"``, GHBM), or
-    rounds that end with their slowest client plus ``cfg.server_time`` (``"slowest"``, FAVAS's FedAvg)."""
+    rounds that end with their slowest client plus ``cfg.server_time`` (``"slowest"``, FAVAS's FedAvg).
+    ``checkpoint``: a :class:`afl.checkpoint.RunCheckpoint` (unit-time rounds only)."""
     if cfg.timing == "rounds":
         return simulate_rounds(fed.profile, cfg.K, cfg.s, t_end, seed=fed.seed, sampling=cfg.sampling,
-                               learner=learner)
+                               learner=learner, checkpoint=checkpoint)
+    if checkpoint is not None:
+        raise ParameterError("checkpoint", str(checkpoint.path), "a run on unit-time rounds (timing='rounds'); "
+                             f"this one has timing={cfg.timing!r}")
     return simulate_sync_schedule(fed.profile, K=cfg.K, s=cfg.s, t_end=t_end, seed=fed.seed,
                                   server_time=cfg.server_time, learner=learner)
 

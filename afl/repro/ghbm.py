@@ -39,6 +39,7 @@ import torch
 
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.fedavg import FedAvg
+from ..checkpoint import EVERY_S
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..engine import PRECISIONS
 from ..errors import ParameterError, check, check_choice, check_int, check_real
@@ -96,6 +97,9 @@ PAPER = {
                     "mimemom": (48.5, 48.9), "mimelitemom": (49.1, 49.4), "fedcm-full": (51.3, 51.5),
                     "localghbm": (51.2, 51.1), "fedhbm": (51.3, 51.4)},
 }
+
+#: seconds of wall time between two checkpoints of a run (a Shakespeare run on a CPU lasts 1 to 3 hours)
+CHECKPOINT_EVERY_S = EVERY_S
 
 #: methods a curve panel's own legend holds; more share one legend under the figure
 LEGEND_COLUMNS = 7
@@ -296,16 +300,20 @@ def final_accuracy(curve: dict, rounds: int, last: int) -> float:
 
 
 def compute_run(cfg: GhbmSetting, split: str, method: str, tau: int | None, seed: int, *, dataset=None,
-                device="cpu", root=None) -> dict:
+                device="cpu", root=None, checkpoints=None) -> dict:
     """One seeded run: its accuracy, loss, bytes and client steps every ``eval_every`` rounds, and its final
-    accuracy (mean over the last ``last`` rounds)."""
+    accuracy (mean over the last ``last`` rounds). ``checkpoints``: a folder where the run saves its state every
+    :data:`CHECKPOINT_EVERY_S` seconds and from which it goes on if it was stopped (:mod:`afl.checkpoint`)."""
     algorithm, kw = cfg.run_kwargs(method, tau)
     data = dataset if dataset is not None else load_task(cfg, root=root, device=device)
     parts = client_parts(cfg, data, split, seed)
     fed = make_federation(data, cfg.model, cfg.clients, batch_size=cfg.batch, seed=seed, device=device, parts=parts,
                           precision=cfg.precision)
     probe = deviation_probe(cfg.probe_taus, cfg.eval_every) if cfg.probe_taus else None
-    out = run_algorithm(algorithm, fed, total_time=cfg.rounds, eval_every=cfg.eval_every, learner_class=probe, **kw)
+    saving = {} if checkpoints is None else dict(
+        checkpoint=Path(checkpoints) / f"{split}-{method}-{tau}-{seed}.ckpt", checkpoint_every=CHECKPOINT_EVERY_S)
+    out = run_algorithm(algorithm, fed, total_time=cfg.rounds, eval_every=cfg.eval_every, learner_class=probe,
+                        **saving, **kw)
     if probe is not None:
         out["deviation"] = out.pop("learner").deviation
     out.pop("schedule")
@@ -328,10 +336,12 @@ def same_run(run: dict, cfg: GhbmSetting) -> bool:
 
 
 def run_grid(cfg: GhbmSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,
-             fleet_size: int | None = None, on_outcome=None) -> list[Outcome]:
-    """The runs ``keys`` ((split, method, tau, seed) each) on one machine, as a fleet or one by one."""
+             fleet_size: int | None = None, on_outcome=None, checkpoints=None) -> list[Outcome]:
+    """The runs ``keys`` ((split, method, tau, seed) each) on one machine, as a fleet or one by one (each saving
+    checkpoints in the folder ``checkpoints``, if given)."""
     data = load_task(cfg, root=root, device=device)
-    tasks = [(key, partial_fn(compute_run, cfg, *key, dataset=data, device=device)) for key in keys]
+    tasks = [(key, partial_fn(compute_run, cfg, *key, dataset=data, device=device, checkpoints=checkpoints))
+             for key in keys]
     return run_tasks(tasks, fleet=fleet, fleet_size=fleet_size, on_outcome=on_outcome)
 
 
@@ -343,7 +353,8 @@ def grid(cfg: GhbmSetting, *, seeds: int | None = None, device="cpu", root=None,
     keys = [(sp, m, t, s) for s in range(seeds) for sp in cfg.splits for m in cfg.methods
             for t in (taus if m == "ghbm" else (None,))]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
-    return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg), SELECTION)
+    return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg), SELECTION,
+                checkpoints=True)
 
 
 # -- tables ----------------------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 from dataclasses import MISSING, asdict, dataclass, fields, replace
+from functools import partial as partial_fn
 from pathlib import Path
 from typing import Callable
 
@@ -33,6 +35,8 @@ class Grid:
     a saved run's key; ``current(run)`` says whether a saved run is still what ``work`` would compute (its
     method's settings may have changed since). ``selection``: the fields of ``cfg`` that only choose which
     runs are made (seeds, methods, ...); runs saved under settings equal in all other fields are reusable.
+    ``checkpoints``: whether ``work`` takes ``checkpoints=FOLDER``, where its runs save their state as they go
+    (:mod:`afl.checkpoint`) and from which a stopped run goes on.
     """
 
     name: str
@@ -42,6 +46,7 @@ class Grid:
     key_of: Callable[[dict], tuple]
     current: Callable[[dict], bool] = lambda run: True
     selection: tuple = ("seeds",)
+    checkpoints: bool = False
 
     @property
     def setting_key(self) -> str:
@@ -49,11 +54,12 @@ class Grid:
 
 
 def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress: bool = True,
-            fleet: bool = True, ray: str | None = None, processes: int | None = None, device="cpu") -> list[dict]:
+            fleet: bool = True, ray: str | None = None, processes: int | None = None, device="cpu",
+            checkpoints=None) -> list[dict]:
     """Every run of ``grid`` in key order: those in ``done`` as they are, the others computed by ``grid.work``
     (in ``processes`` processes of this machine, or as Ray tasks, each running ``grid.work`` on a part of the
     keys: :func:`~afl.fleet.run_in_processes`, :func:`~afl.fleet.run_on_ray`) and appended to ``partial`` as each
-    ends.
+    ends. ``checkpoints``: the folder of the runs' checkpoints, for a grid that saves them.
     A failed run fails alone: the others finish and are saved, then :class:`~afl.errors.RunsFailed` names each
     failed run with its error."""
     if processes is not None:
@@ -61,6 +67,7 @@ def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress
         check(ray is None, "processes", processes, "no Ray address as well (Ray places its own tasks)")
     have = {grid.key_of(r): r for r in done}
     todo = [k for k in grid.keys if k not in have]
+    work = partial_fn(grid.work, checkpoints=str(checkpoints)) if grid.checkpoints and checkpoints else grid.work
     failed = []
     with RunProgress(len(grid.keys), progress, done=len(grid.keys) - len(todo),
                      description="fleet" if fleet else "one by one") as bar:
@@ -74,11 +81,11 @@ def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress
             bar.finished(outcome.key)
 
         if ray is None and (processes or 1) == 1:
-            grid.work(todo, on_outcome=finished)
+            work(todo, on_outcome=finished)
         elif ray is None:
-            run_in_processes(grid.work, todo, processes, on_outcome=finished)
+            run_in_processes(work, todo, processes, on_outcome=finished)
         else:
-            run_on_ray(grid.work, todo, address=ray, num_gpus=1 if torch.device(device).type == "cuda" else 0,
+            run_on_ray(work, todo, address=ray, num_gpus=1 if torch.device(device).type == "cuda" else 0,
                        on_done=lambda outcomes: [finished(o) for o in outcomes])
     if failed:
         raise RunsFailed([(o.key, o.error) for o in failed])
@@ -145,9 +152,10 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     """Compute ``grid`` for ``afl repro`` (``grid.work`` already runs as ``fleet``/``fleet_size`` say; they are
     recorded here, with ``ray`` and ``processes``, see :func:`compute`): runs saved in ``OUT/<name>.partial.jsonl``
     by an interrupted invocation are resumed (``fresh=True`` discards them first), runs of the JSON results in
-    ``reuse`` are taken where they are the same runs, and the rest is computed (:func:`compute`). Everything is
-    checked before anything is created or computed. ``overrides``: the setting's fields changed from the command
-    line, recorded in the command."""
+    ``reuse`` are taken where they are the same runs, and the rest is computed (:func:`compute`); a run stopped
+    midway goes on from its checkpoint in ``OUT/<name>.checkpoints/`` (grids that save them; ``fresh`` discards
+    them too). Everything is checked before anything is created or computed. ``overrides``: the setting's fields
+    changed from the command line, recorded in the command."""
     if fleet_size is not None:
         check_int("fleet_size", fleet_size, 1)
     reuse = [Path(p) for p in reuse]
@@ -155,13 +163,17 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
         check(p.is_file(), "reuse", str(p), "JSON results written by afl repro")
     out = output_dir(out)
     partial = PartialRuns(out / f"{grid.name}.partial.jsonl", grid.setting_key)
+    checkpoints = out / f"{grid.name}.checkpoints"
     if fresh:
         partial.discard()
+        shutil.rmtree(checkpoints, ignore_errors=True)
     resumed = [r for r in partial.load() if grid.current(r)]
     have = {grid.key_of(r) for r in resumed}
     reused = [r for p in reuse for r in reusable_runs(p, grid) if grid.key_of(r) not in have]
     runs = compute(grid, done=resumed + reused, partial=partial, progress=progress, fleet=fleet, ray=ray,
-                   processes=processes, device=device)
+                   processes=processes, device=device, checkpoints=checkpoints)
+    if checkpoints.is_dir() and not any(checkpoints.iterdir()):
+        checkpoints.rmdir()
     keys = {grid.key_of(r) for r in runs}
     how = "one by one" if not fleet else f"as one fleet of at most {fleet_size or DEFAULT_SIZE} live runs"
     if ray is not None:
@@ -194,8 +206,8 @@ def _text(value) -> str:
 
 def heading(result: dict) -> list[str]:
     """A report's first lines: the experiment, its command, the machine, how its runs were computed, how many were
-    taken from other results (``--reuse``: computed where those say) or resumed, and their precision where it is
-    not float32 (:data:`afl.engine.PRECISIONS`)."""
+    taken from other results (``--reuse``: computed where those say), resumed, or went on from a checkpoint, and
+    their precision where it is not float32 (:data:`afl.engine.PRECISIONS`)."""
     precision = result["config"].get("precision", "fp32")
     how = f"; {result['execution']}" if "execution" in result else ""
     total = len(result.get("runs", []))
@@ -203,6 +215,11 @@ def heading(result: dict) -> list[str]:
                          ("resumed_runs", "resumed from an interrupted invocation")):
         if result.get(field):
             how += f"; {result[field]} of the {total} runs {words}"
+    midway = [r["resumed_at"] for r in result.get("runs", []) if r.get("resumed_at")]
+    if midway:
+        at = ", ".join(f"{t:g}" for times in midway for t in times)
+        how += (f"; {len(midway)} of the {total} runs went on from a checkpoint after an interruption (at simulated "
+                f"time {at})")
     mixed = "; clients trained in bfloat16 mixed precision (precision = bf16)" if precision == "bf16" else ""
     return [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
             f"Machine: {result['machine']}{how}{mixed}", ""]

@@ -388,18 +388,24 @@ class RoundSampler:
 
 
 def simulate_rounds(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0, sampling: str = "uniform",
-                    learner=None) -> ScheduleResult:
+                    learner=None, checkpoint=None) -> ScheduleResult:
     """Synchronous rounds of one simulated time unit each (GHBM: "simulated time is rounds").
 
     Round r runs over ``[r, r + 1)``: the :class:`RoundSampler` picks ``s`` clients, each starts at r and
     delivers ``K`` steps at r + 1, where the server steps. ``floor(t_end)`` rounds are run; ``profile`` only
     names the clients' classes for the timeline. ``learner``: as in :func:`simulate_async_schedule`.
+    ``checkpoint`` (a :class:`afl.checkpoint.RunCheckpoint`, with a learner): go on from its saved round if it
+    has one, and save the state at the end of a round whenever it is due.
     """
     K = check_int("K", K, 1)
     t_end = check_real("t_end", t_end, 1, hint="at least one round")
     sampler = RoundSampler(profile.n, s, sampling, seed)
-    timeline, contacts = Timeline.for_profile(profile), []
-    for r in range(int(t_end)):
+    timeline, contacts, start = Timeline.for_profile(profile), [], 0
+    saved = checkpoint.load(learner.w.device) if checkpoint is not None else None
+    if saved is not None:
+        start, sampler, timeline, contacts = saved["round"], saved["sampler"], saved["timeline"], saved["contacts"]
+        learner.restore(saved["learner"], float(start))
+    for r in range(start, int(t_end)):
         chosen = sampler(r)
         if learner is not None:
             learner.on_round(float(r), chosen)
@@ -412,5 +418,8 @@ def simulate_rounds(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0,
         if learner is not None:
             learner.on_server_step(float(r + 1), got)
         timeline.server_step(float(r + 1))
+        if checkpoint is not None and r + 1 < int(t_end) and checkpoint.due():
+            checkpoint.save(dict(round=r + 1, sampler=sampler, timeline=timeline, contacts=contacts,
+                                 learner=learner.snapshot()))
     return ScheduleResult("rounds", profile, K, timeline, contacts,
                           dict(s=s, t_end=t_end, seed=seed, sampling=sampling))

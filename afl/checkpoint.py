@@ -1,0 +1,76 @@
+"""Checkpoints inside a long run: its whole state at a round boundary, so that a run longer than a sitting goes on
+where it stopped.
+
+A finished run is saved at once (:class:`afl.results.PartialRuns`); a run of hours -- GHBM's Shakespeare column
+on a CPU, 2 to 3 hours a MIME run -- also saves its state every ``every_s`` seconds of wall time, at the end of a
+round, into one file. Started again with the same file, the run restores that state and goes on from the next
+round: same seed, same numbers, as if it had never stopped (``tests/test_checkpoint.py``). Saving computes and
+waits for nothing (pending evaluations are kept as the models to evaluate), so a run with checkpoints equals the
+run without them.
+
+What a round boundary holds (:func:`afl.sim.schedule.simulate_rounds`): the round sampler's generator, the
+timeline, and :meth:`afl.algorithms.base.Learner.snapshot` -- the learner's data (server model, momenta, past
+models, the client store), its history (evaluations, counters, wall time so far) and its job queue's generators
+(mini-batch streams). A checkpoint carries the identity of its run (algorithm, settings, seed, federation); one
+of another run is refused, never resumed. Files are pickles written by afl (``torch.save``): load only your own.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from .errors import ParameterError, check_real
+
+#: seconds of wall time between two checkpoints of a run, unless told otherwise
+EVERY_S = 600.0
+
+
+class RunCheckpoint:
+    """The checkpoint file ``path`` of the run ``identity`` (a dict of plain values), saved every ``every_s``
+    seconds of wall time (0: at every round boundary)."""
+
+    def __init__(self, path, identity: dict, every_s: float = EVERY_S):
+        self.path, self.identity = Path(path), identity
+        self.every_s = check_real("checkpoint_every", every_s, 0, hint="seconds of wall time, >= 0")
+        self._last = time.perf_counter()
+
+    def load(self, device=None) -> dict | None:
+        """The saved state, or None if there is none; a :class:`ParameterError` if the file holds another run's
+        state or is not a checkpoint."""
+        if not self.path.is_file():
+            return None
+        try:
+            saved = torch.load(self.path, map_location=device, weights_only=False)
+        except Exception as error:  # noqa: BLE001 -- any unreadable file is reported the same way
+            raise ParameterError("checkpoint", str(self.path), f"a checkpoint written by afl (unreadable: {error}); "
+                                 "delete it to start the run over") from None
+        if not isinstance(saved, dict) or saved.get("identity") != self.identity:
+            raise ParameterError("checkpoint", str(self.path), "a checkpoint of this run (it holds another run's "
+                                 "state: another algorithm, setting, seed or federation); delete it, or write "
+                                 "elsewhere")
+        self._last = time.perf_counter()
+        return saved["state"]
+
+    def due(self) -> bool:
+        """Whether ``every_s`` seconds have passed since the last save (or load, or start)."""
+        return time.perf_counter() - self._last >= self.every_s
+
+    def save(self, state: dict) -> None:
+        """Write ``state`` with the run's identity; the file is replaced whole (a write cut off by an interruption
+        leaves the previous checkpoint)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        part = self.path.with_name(self.path.name + ".part")
+        torch.save({"identity": self.identity, "state": state}, part)
+        os.replace(part, self.path)
+        self._last = time.perf_counter()
+
+    def discard(self) -> None:
+        """Delete the file (the run has ended)."""
+        self.path.unlink(missing_ok=True)
+        self.path.with_name(self.path.name + ".part").unlink(missing_ok=True)
+
+
+__all__ = ["EVERY_S", "RunCheckpoint"]

@@ -1,0 +1,151 @@
+"""Checkpoints inside a run: a run stopped after some round and started again from its checkpoint gives exactly the
+run that never stopped, for every method on synchronous rounds (each keeps other state: momenta, past models,
+control variates, the client store, MIME's full-batch gradients)."""
+import json
+
+import pytest
+import torch
+
+from afl.algorithms import get, run_algorithm
+from afl.cli import main
+from afl.errors import ParameterError, RunsFailed
+from afl.repro import ghbm as repro_ghbm
+from test_repro_ghbm import DATA, TINY
+from test_rounds import CASES, K, LR, S, WD, federation
+
+ROUNDS, STOP = 12, 7
+NAMES = {case: case.replace("-code", "").replace("-mean", "").replace("-dampened", "") for case in CASES}
+
+
+class Stop(Exception):
+    """The interruption (Ctrl-C, a machine stopped) after round ``STOP``."""
+
+
+def settings(case):
+    return {**dict(K=K, lr=LR, s=S, weight_decay=WD), **CASES[case][0]}
+
+
+def run(case, **kw):
+    return run_algorithm(NAMES[case], federation(), total_time=ROUNDS, eval_every=2, **settings(case), **kw)
+
+
+def stopping(name, stop=STOP):
+    """The method's learner, stopped by an error as round ``stop + 1`` ends (after the checkpoint of round stop)."""
+    base = get(name).learner
+
+    class Stopping(base):
+        def on_server_step(self, t, contacts):
+            if t > stop:
+                raise Stop
+            super().on_server_step(t, contacts)
+    return Stopping
+
+
+def same_run(a, b):
+    torch.testing.assert_close(a["model"], b["model"], rtol=0, atol=0)
+    assert a["curve"] == b["curve"]
+    for key in ("server_steps", "client_steps", "computed_client_steps", "bytes_up", "bytes_down", "uploads"):
+        assert a[key] == b[key], key
+    assert a["schedule"].contacts == b["schedule"].contacts
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_run_resumed_from_its_checkpoint_is_the_run_that_never_stopped(case, tmp_path):
+    path = tmp_path / "run.ckpt"
+    whole = run(case)
+    with pytest.raises(Stop):
+        run(case, checkpoint=path, checkpoint_every=0, learner_class=stopping(NAMES[case]))
+    assert path.is_file()
+    resumed = run(case, checkpoint=path, checkpoint_every=0)
+    same_run(resumed, whole)
+    assert resumed["resumed_at"] == [float(STOP)] and "resumed_at" not in whole
+    assert not path.exists()                                 # the run ended: its checkpoint is gone
+
+
+def test_saving_checkpoints_changes_nothing(tmp_path):
+    same_run(run("ghbm", checkpoint=tmp_path / "a.ckpt", checkpoint_every=0), run("ghbm"))
+
+
+def test_a_checkpoint_is_written_only_when_due(tmp_path):
+    path = tmp_path / "run.ckpt"
+    with pytest.raises(Stop):
+        run("fedhbm", checkpoint=path, checkpoint_every=3600, learner_class=stopping("fedhbm"))
+    assert not path.exists()
+
+
+def test_a_checkpoint_of_another_run_is_refused(tmp_path):
+    path = tmp_path / "run.ckpt"
+    with pytest.raises(Stop):
+        run("ghbm", checkpoint=path, checkpoint_every=0, learner_class=stopping("ghbm"))
+    with pytest.raises(ParameterError, match="checkpoint.*another run"):
+        run_algorithm("ghbm", federation(), total_time=ROUNDS, eval_every=2, **{**settings("ghbm"), "tau": 2},
+                      checkpoint=path)
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(ParameterError, match="checkpoint.*unreadable"):
+        run("ghbm", checkpoint=path)
+
+
+@pytest.mark.parametrize("name, kw", [("favas", dict(K=K, lr=LR, s=S)), ("fedavg", dict(K=K, lr=LR, s=S))])
+def test_checkpoints_need_unit_time_rounds(name, kw, tmp_path):
+    with pytest.raises(ParameterError, match="checkpoint"):
+        run_algorithm(name, federation(), total_time=40, eval_every=20, checkpoint=tmp_path / "x.ckpt", **kw)
+
+
+@pytest.mark.parametrize("fleet", [False, True])
+def test_afl_repro_goes_on_from_a_runs_checkpoint(fleet, tmp_path, monkeypatch):
+    """A GHBM grid stopped inside a run: the same command goes on from its checkpoint, and gives the run that never
+    stopped; the checkpoint is gone once the results are written."""
+    monkeypatch.setattr(repro_ghbm, "load_task", lambda cfg, root=None, device="cpu": DATA)
+    monkeypatch.setattr(repro_ghbm, "CHECKPOINT_EVERY_S", 0.0)
+    cfg = dict(TINY, splits=("noniid",), methods=("fedhbm",))
+    real = repro_ghbm.run_algorithm
+
+    def stopped(*args, **kw):
+        return real(*args, **(kw | {"learner_class": stopping("fedhbm", stop=3)}))
+    monkeypatch.setattr(repro_ghbm, "run_algorithm", stopped)
+    with pytest.raises(RunsFailed):
+        repro_ghbm.run_experiment("ghbm-table2", quick=True, out=tmp_path / "a", progress=False, fleet=fleet, **cfg)
+    assert [p.name for p in (tmp_path / "a" / "ghbm-table2.checkpoints").iterdir()] == ["noniid-fedhbm-None-0.ckpt"]
+    monkeypatch.setattr(repro_ghbm, "run_algorithm", real)
+    for out in ("a", "b"):
+        repro_ghbm.run_experiment("ghbm-table2", quick=True, out=tmp_path / out, progress=False, fleet=fleet, **cfg)
+    resumed, whole = (json.loads((tmp_path / out / "ghbm-table2.json").read_text())["runs"][0] for out in "ab")
+    assert resumed.pop("resumed_at") == [3.0]
+    assert "1 of the 1 runs went on from a checkpoint after an interruption (at simulated time 3)" in (
+        tmp_path / "a" / "ghbm-table2.md").read_text()
+    assert resumed["curve"] == whole["curve"] and resumed["final"] == whole["final"]
+    assert not (tmp_path / "a" / "ghbm-table2.checkpoints").exists()
+
+
+def test_ctrl_c_names_the_checkpoints_and_fresh_discards_them(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(repro_ghbm, "load_task", lambda cfg, root=None, device="cpu": DATA)
+    monkeypatch.setattr(repro_ghbm, "CHECKPOINT_EVERY_S", 0.0)
+    real = repro_ghbm.run_algorithm
+    base = stopping("fedhbm", stop=3)
+
+    class CtrlC(base):
+        def on_server_step(self, t, contacts):
+            try:
+                super().on_server_step(t, contacts)
+            except Stop:
+                raise KeyboardInterrupt from None
+    monkeypatch.setattr(repro_ghbm, "run_algorithm", lambda *a, **kw: real(*a, **(kw | {"learner_class": CtrlC})))
+    out = tmp_path / "res"
+    argv = ["repro", "ghbm-table2", "--quick", "--no-fleet", "--out", str(out), "--set", "splits=noniid",
+            "--set", "methods=fedhbm"] + [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert "1 stopped run(s) have checkpoints in" in err and "ghbm-table2.checkpoints" in err
+    monkeypatch.setattr(repro_ghbm, "run_algorithm", real)
+    assert main(argv + ["--fresh"]) == 0
+    run_, = json.loads((out / "ghbm-table2.json").read_text())["runs"]
+    assert "resumed_at" not in run_ and not (out / "ghbm-table2.checkpoints").exists()
+
+
+def test_a_learner_attribute_that_cannot_be_saved_is_an_error(tmp_path):
+    class Holding(get("fedavg").learner):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.opened = open(tmp_path / "log.txt", "w")
+    with pytest.raises(TypeError, match="Holding.opened"):
+        run("fedavg", checkpoint=tmp_path / "run.ckpt", checkpoint_every=0, learner_class=Holding)
