@@ -24,8 +24,20 @@ import torch
 
 from .errors import ParameterError, check_real
 
-#: seconds of wall time between two checkpoints of a run, unless told otherwise
+#: seconds of wall time between two checkpoints of a run, unless told otherwise (``AFL_CHECKPOINT_EVERY``)
 EVERY_S = 600.0
+
+
+def every_s() -> float:
+    """Seconds between two checkpoints: ``$AFL_CHECKPOINT_EVERY`` if set (e.g. 240 on a machine lent for 10-minute
+    calls), else :data:`EVERY_S`."""
+    text = os.environ.get("AFL_CHECKPOINT_EVERY")
+    if text is None:
+        return EVERY_S
+    try:
+        return check_real("AFL_CHECKPOINT_EVERY", float(text), 0, hint="seconds of wall time, >= 0")
+    except ValueError:
+        raise ParameterError("AFL_CHECKPOINT_EVERY", text, "seconds of wall time, >= 0") from None
 
 
 class RunCheckpoint:
@@ -73,4 +85,4 @@ class RunCheckpoint:
         self.path.with_name(self.path.name + ".part").unlink(missing_ok=True)
 
 
-__all__ = ["EVERY_S", "RunCheckpoint"]
+__all__ = ["EVERY_S", "every_s", "RunCheckpoint"]

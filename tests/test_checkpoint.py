@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from afl.algorithms import get, run_algorithm
+from afl.checkpoint import every_s
 from afl.cli import main
 from afl.errors import ParameterError, RunsFailed
 from afl.repro import ghbm as repro_ghbm
@@ -96,7 +97,7 @@ def test_afl_repro_goes_on_from_a_runs_checkpoint(fleet, tmp_path, monkeypatch):
     """A GHBM grid stopped inside a run: the same command goes on from its checkpoint, and gives the run that never
     stopped; the checkpoint is gone once the results are written."""
     monkeypatch.setattr(repro_ghbm, "load_task", lambda cfg, root=None, device="cpu": DATA)
-    monkeypatch.setattr(repro_ghbm, "CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setenv("AFL_CHECKPOINT_EVERY", "0")
     cfg = dict(TINY, splits=("noniid",), methods=("fedhbm",))
     real = repro_ghbm.run_algorithm
 
@@ -119,7 +120,7 @@ def test_afl_repro_goes_on_from_a_runs_checkpoint(fleet, tmp_path, monkeypatch):
 
 def test_ctrl_c_names_the_checkpoints_and_fresh_discards_them(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(repro_ghbm, "load_task", lambda cfg, root=None, device="cpu": DATA)
-    monkeypatch.setattr(repro_ghbm, "CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setenv("AFL_CHECKPOINT_EVERY", "0")
     real = repro_ghbm.run_algorithm
     base = stopping("fedhbm", stop=3)
 
@@ -149,3 +150,10 @@ def test_a_learner_attribute_that_cannot_be_saved_is_an_error(tmp_path):
             self.opened = open(tmp_path / "log.txt", "w")
     with pytest.raises(TypeError, match="Holding.opened"):
         run("fedavg", checkpoint=tmp_path / "run.ckpt", checkpoint_every=0, learner_class=Holding)
+
+
+@pytest.mark.parametrize("text", ["-1", "often", "nan"])
+def test_a_bad_checkpoint_interval_names_the_variable(text, monkeypatch):
+    monkeypatch.setenv("AFL_CHECKPOINT_EVERY", text)
+    with pytest.raises(ParameterError, match="AFL_CHECKPOINT_EVERY"):
+        every_s()

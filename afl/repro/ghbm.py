@@ -39,7 +39,7 @@ import torch
 
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.fedavg import FedAvg
-from ..checkpoint import EVERY_S
+from ..checkpoint import every_s
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..engine import PRECISIONS
 from ..errors import ParameterError, check, check_choice, check_int, check_real
@@ -97,9 +97,6 @@ PAPER = {
                     "mimemom": (48.5, 48.9), "mimelitemom": (49.1, 49.4), "fedcm-full": (51.3, 51.5),
                     "localghbm": (51.2, 51.1), "fedhbm": (51.3, 51.4)},
 }
-
-#: seconds of wall time between two checkpoints of a run (a Shakespeare run on a CPU lasts 1 to 3 hours)
-CHECKPOINT_EVERY_S = EVERY_S
 
 #: methods a curve panel's own legend holds; more share one legend under the figure
 LEGEND_COLUMNS = 7
@@ -303,7 +300,7 @@ def compute_run(cfg: GhbmSetting, split: str, method: str, tau: int | None, seed
                 device="cpu", root=None, checkpoints=None) -> dict:
     """One seeded run: its accuracy, loss, bytes and client steps every ``eval_every`` rounds, and its final
     accuracy (mean over the last ``last`` rounds). ``checkpoints``: a folder where the run saves its state every
-    :data:`CHECKPOINT_EVERY_S` seconds and from which it goes on if it was stopped (:mod:`afl.checkpoint`)."""
+    :func:`afl.checkpoint.every_s` seconds and from which it goes on if it was stopped (:mod:`afl.checkpoint`)."""
     algorithm, kw = cfg.run_kwargs(method, tau)
     data = dataset if dataset is not None else load_task(cfg, root=root, device=device)
     parts = client_parts(cfg, data, split, seed)
@@ -311,7 +308,7 @@ def compute_run(cfg: GhbmSetting, split: str, method: str, tau: int | None, seed
                           precision=cfg.precision)
     probe = deviation_probe(cfg.probe_taus, cfg.eval_every) if cfg.probe_taus else None
     saving = {} if checkpoints is None else dict(
-        checkpoint=Path(checkpoints) / f"{split}-{method}-{tau}-{seed}.ckpt", checkpoint_every=CHECKPOINT_EVERY_S)
+        checkpoint=Path(checkpoints) / f"{split}-{method}-{tau}-{seed}.ckpt", checkpoint_every=every_s())
     out = run_algorithm(algorithm, fed, total_time=cfg.rounds, eval_every=cfg.eval_every, learner_class=probe,
                         **saving, **kw)
     if probe is not None:
@@ -546,6 +543,7 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
         return run_quadratic(out=out, quick=quick, **overrides)
     cfg = setting(experiment, quick=quick, **overrides)
     dev = resolve_device(device)
+    every_s()                    # a bad AFL_CHECKPOINT_EVERY is an error before anything runs
     g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
                    fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides)
