@@ -12,10 +12,10 @@ from afl.cli import main
 from afl.errors import ParameterError, RunsFailed
 from afl.repro import ghbm as repro_ghbm
 from test_repro_ghbm import DATA, TINY
-from test_rounds import CASES, K, LR, S, WD, federation
+from test_rounds import CASES, K, LR, S, WD, algorithm_of, federation
 
 ROUNDS, STOP = 12, 7
-NAMES = {case: case.replace("-code", "").replace("-mean", "").replace("-dampened", "") for case in CASES}
+NAMES = {case: algorithm_of(case) for case in CASES}
 
 
 class Stop(Exception):
