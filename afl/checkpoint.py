@@ -1,10 +1,10 @@
 """Checkpoints inside a long run: its whole state at a round boundary, so that a run longer than a sitting goes on
 where it stopped.
 
-A finished run is saved at once (:class:`afl.results.PartialRuns`); a run of hours -- GHBM's Shakespeare column
-on a CPU, 2 to 3 hours a MIME run -- also saves its state every ``every_s`` seconds of wall time, at the end of a
-round, into one file. Started again with the same file, the run restores that state and goes on from the next
-round: same seed, same numbers, as if it had never stopped (``tests/test_checkpoint.py``). Saving computes and
+A finished run is saved at once (:class:`afl.results.PartialRuns`); a run of hours -- GHBM's Shakespeare column on
+a CPU, over 3 hours a MIME run on one core -- also saves its state every ``every_s`` seconds of wall time, at the
+end of a round, into one file. Started again with the same file, the run restores that state and goes on from the
+next round: same seed, same numbers, as if it had never stopped (``tests/test_checkpoint.py``). Saving computes and
 waits for nothing (pending evaluations are kept as the models to evaluate), so a run with checkpoints equals the
 run without them.
 
