@@ -35,9 +35,10 @@ def every_s() -> float:
     if text is None:
         return EVERY_S
     try:
-        return check_real("AFL_CHECKPOINT_EVERY", float(text), 0, hint="seconds of wall time, >= 0")
+        value = float(text)
     except ValueError:
         raise ParameterError("AFL_CHECKPOINT_EVERY", text, "seconds of wall time, >= 0") from None
+    return check_real("AFL_CHECKPOINT_EVERY", value, 0, hint="seconds of wall time, >= 0")
 
 
 class RunCheckpoint:

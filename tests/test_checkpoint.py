@@ -11,7 +11,7 @@ from afl.checkpoint import every_s
 from afl.cli import main
 from afl.errors import ParameterError, RunsFailed
 from afl.repro import ghbm as repro_ghbm
-from test_repro_ghbm import DATA, TINY
+from test_repro_ghbm import TINY, synthetic  # noqa: F401 -- synthetic: the GHBM grid on a synthetic task
 from test_rounds import CASES, K, LR, S, WD, algorithm_of, federation
 
 ROUNDS, STOP = 12, 7
@@ -93,10 +93,9 @@ def test_checkpoints_need_unit_time_rounds(name, kw, tmp_path):
 
 
 @pytest.mark.parametrize("fleet", [False, True])
-def test_afl_repro_goes_on_from_a_runs_checkpoint(fleet, tmp_path, monkeypatch):
+def test_afl_repro_goes_on_from_a_runs_checkpoint(fleet, tmp_path, monkeypatch, synthetic):
     """A GHBM grid stopped inside a run: the same command goes on from its checkpoint, and gives the run that never
     stopped; the checkpoint is gone once the results are written."""
-    monkeypatch.setattr(repro_ghbm, "load_task", lambda cfg, root=None, device="cpu": DATA)
     monkeypatch.setenv("AFL_CHECKPOINT_EVERY", "0")
     cfg = dict(TINY, splits=("noniid",), methods=("fedhbm",))
     real = repro_ghbm.run_algorithm
@@ -118,8 +117,7 @@ def test_afl_repro_goes_on_from_a_runs_checkpoint(fleet, tmp_path, monkeypatch):
     assert not (tmp_path / "a" / "ghbm-table2.checkpoints").exists()
 
 
-def test_ctrl_c_names_the_checkpoints_and_fresh_discards_them(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(repro_ghbm, "load_task", lambda cfg, root=None, device="cpu": DATA)
+def test_ctrl_c_names_the_checkpoints_and_fresh_discards_them(tmp_path, monkeypatch, capsys, synthetic):
     monkeypatch.setenv("AFL_CHECKPOINT_EVERY", "0")
     real = repro_ghbm.run_algorithm
     base = stopping("fedhbm", stop=3)
