@@ -187,7 +187,7 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
                                        f"{[w.exitcode for w in workers]}; a crash, or memory ran out)") from None
                 continue
             if isinstance(message, _Progress):
-                advance(message.key, message.fraction)
+                advance(message.key, message.fraction, message.resumed)
             elif isinstance(message, _Failure):
                 raise RuntimeError(f"run_in_processes: a process failed outside its runs:\n{message.text}")
             else:
@@ -211,10 +211,11 @@ class _Progress:
 
     key: Hashable
     fraction: float
+    resumed: bool
 
     @staticmethod
-    def advance(key, fraction: float) -> None:
-        _outbox.put(_Progress(key, fraction))
+    def advance(key, fraction: float, resumed: bool) -> None:
+        _outbox.put(_Progress(key, fraction, resumed))
 
 
 @dataclass(frozen=True)

@@ -104,22 +104,32 @@ class RunProgress:
                                 **bar_options)
         self.done = done
         self.live: dict = {}
-        self._show()
+        self._show(counted=False)
 
-    def advance(self, key, fraction: float) -> None:
-        """Run ``key`` has done ``fraction`` of its simulated time."""
+    def advance(self, key, fraction: float, resumed: bool = False) -> None:
+        """Run ``key`` has done ``fraction`` of its simulated time (``resumed``: it goes on from a checkpoint there,
+        a head start that the bar's speed and time left do not count)."""
         self.live[key] = fraction
-        self._show()
+        self._show(counted=not resumed)
 
     def finished(self, key) -> None:
         self.live.pop(key, None)
         self.done += 1
         self._show()
 
-    def _show(self) -> None:
+    def _show(self, counted: bool = True) -> None:
         """Move the bar to the runs done plus the live runs' fractions, computed afresh (summing the steps would
-        drift past the total by float rounding)."""
-        self.bar.update(self.done + sum(self.live.values()) - self.bar.n)
+        drift past the total by float rounding). A move not ``counted`` (runs done earlier, a resumed run's head
+        start) is added to where tqdm measures speed from (its ``initial`` and ``last_print_n``), as tqdm does for
+        its own ``initial``."""
+        step = self.done + sum(self.live.values()) - self.bar.n
+        if counted or self.bar.disable:
+            self.bar.update(step)
+            return
+        self.bar.n += step
+        self.bar.initial += step
+        self.bar.last_print_n += step
+        self.bar.refresh()
 
     def __enter__(self) -> RunProgress:
         global _watching
@@ -143,22 +153,23 @@ def simulating(key):
         _running.key = outer
 
 
-def report_progress(fraction: float) -> None:
-    """Called as a run's simulated time advances (``fraction`` of it done); moves the bar of the grid it
-    belongs to, if any (a fleet runs one thread at a time, so this never races)."""
+def report_progress(fraction: float, resumed: bool = False) -> None:
+    """Called as a run's simulated time advances (``fraction`` of it done; ``resumed``: the run goes on from a
+    checkpoint there); moves the bar of the grid it belongs to, if any (a fleet runs one thread at a time, so this
+    never races)."""
     key = getattr(_running, "key", None)
     if key is not None:
-        advance(key, min(max(fraction, 0.0), 1.0))
+        advance(key, min(max(fraction, 0.0), 1.0), resumed)
 
 
-def advance(key, fraction: float) -> None:
+def advance(key, fraction: float, resumed: bool = False) -> None:
     """Move the watching bar, if any, to ``fraction`` of run ``key`` (reports forwarded from another process)."""
     if _watching is not None:
-        _watching.advance(key, fraction)
+        _watching.advance(key, fraction, resumed)
 
 
 def watch(watcher) -> None:
-    """Send this process's progress reports to ``watcher.advance(key, fraction)`` (a process of a grid spread
+    """Send this process's progress reports to ``watcher.advance(key, fraction, resumed)`` (a process of a grid spread
     over processes forwards them to the one that shows the bar: :func:`afl.fleet.run_in_processes`)."""
     global _watching
     _watching = watcher

@@ -11,6 +11,7 @@ from afl.checkpoint import every_s
 from afl.cli import main
 from afl.errors import ParameterError, RunsFailed
 from afl.repro import ghbm as repro_ghbm
+from afl.results import RunProgress, simulating
 from test_repro_ghbm import TINY, synthetic  # noqa: F401 -- synthetic: the GHBM grid on a synthetic task
 from test_rounds import CASES, K, LR, S, WD, algorithm_of, federation
 
@@ -61,6 +62,20 @@ def test_a_run_resumed_from_its_checkpoint_is_the_run_that_never_stopped(case, t
     same_run(resumed, whole)
     assert resumed["resumed_at"] == [float(STOP)] and "resumed_at" not in whole
     assert not path.exists()                                 # the run ended: its checkpoint is gone
+
+
+def test_a_resumed_run_reports_its_head_start_apart_from_its_progress(tmp_path, monkeypatch):
+    """The grid's bar jumps to a resumed run's checkpoint without counting the jump as speed (its time left)."""
+    path, seen = tmp_path / "run.ckpt", []
+    with pytest.raises(Stop):
+        run("fedavg", checkpoint=path, checkpoint_every=0, learner_class=stopping(NAMES["fedavg"]))
+    progress = RunProgress(1, enabled=False)
+    monkeypatch.setattr(progress, "advance", lambda key, fraction, resumed: seen.append((fraction, resumed)))
+    with progress, simulating("run"):
+        run("fedavg", checkpoint=path, checkpoint_every=0)
+    assert seen[0] == (STOP / ROUNDS, True)
+    assert [f for f, _ in seen[1:]] == [t / ROUNDS for t in range(STOP + 1, ROUNDS + 1, 2)]
+    assert not any(resumed for _, resumed in seen[1:])
 
 
 def test_saving_checkpoints_changes_nothing(tmp_path):

@@ -134,17 +134,17 @@ def test_runs_move_the_grid_bar_as_their_simulated_time_advances(monkeypatch):
     """A long run shows its progress: each evaluation reports the fraction of the run's simulated time done."""
     seen = []
     progress = RunProgress(3, enabled=False)
-    monkeypatch.setattr(progress, "advance", lambda key, fraction: seen.append((key, fraction)))
+    monkeypatch.setattr(progress, "advance", lambda key, fraction, resumed: seen.append((key, fraction, resumed)))
     with progress:
         outcomes = run_fleet([(key, lambda seed=seed: simulate("fedavg", seed)) for seed, key in enumerate("ab")])
         outcomes += run_one_by_one([("c", lambda: simulate("favas", 2))])
     assert all(o.ok for o in outcomes)
     simulate("fedavg", 3)                                    # outside a grid: reports nowhere
-    assert {k for k, _ in seen} == {"a", "b", "c"}
+    assert {k for k, _, _ in seen} == {"a", "b", "c"} and not any(resumed for _, _, resumed in seen)
     for key in "abc":                                        # each server step that evaluates: its time / 60
-        fractions = [f for k, f in seen if k == key]
+        fractions = [f for k, f, _ in seen if k == key]
         assert fractions == sorted(fractions) and len(fractions) >= 2 and fractions[-1] == 1.0
-    assert [f for k, f in seen if k == "c"] == pytest.approx([7 / 60, 21 / 60, 42 / 60, 1])
+    assert [f for k, f, _ in seen if k == "c"] == pytest.approx([7 / 60, 21 / 60, 42 / 60, 1])
 
 
 def test_the_grid_bar_counts_finished_runs_and_fractions_of_live_ones():
@@ -205,7 +205,7 @@ def test_ray_fleets_equal_the_local_fleet():
 
 
 def square_in_this_process(key):
-    report_progress(0.5)
+    report_progress(0.5, resumed=key == 6)                  # run 6 goes on from a checkpoint
     if key == 3:
         raise ParameterError("key", key, "anything but 3")
     return key * key, os.getpid()
@@ -223,9 +223,9 @@ def squares(keys, on_outcome):
 def test_processes_report_every_run_in_order_and_a_failure_alone(monkeypatch):
     seen, halfway = [], []
     with RunProgress(7, enabled=False) as progress:                # the runs' own progress reaches this bar
-        monkeypatch.setattr(progress, "advance", lambda key, fraction: halfway.append((key, fraction)))
+        monkeypatch.setattr(progress, "advance", lambda *report: halfway.append(report))
         outcomes = run_in_processes(squares, list(range(7)), 2, on_outcome=seen.append)
-    assert sorted(halfway) == [(key, 0.5) for key in range(7)]
+    assert sorted(halfway) == [(key, 0.5, key == 6) for key in range(7)]
     assert [o.key for o in outcomes] == list(range(7)) and sorted(o.key for o in seen) == list(range(7))
     assert [o.value[0] for o in outcomes if o.ok] == [0, 1, 4, 16, 25, 36]
     assert isinstance(outcomes[3].error, ParameterError) and "key=3" in str(outcomes[3].error)
@@ -301,3 +301,19 @@ def test_favas_fig2_variance_is_the_same_in_a_fleet(monkeypatch, tmp_path):
         assert a["curve"]["variance"] == pytest.approx(b["curve"]["variance"], rel=1e-4)
         assert a["curve"]["loss"] == pytest.approx(b["curve"]["loss"], rel=1e-4)
         assert a["computed_client_steps"] == b["computed_client_steps"]
+
+
+def test_the_grid_bar_does_not_count_head_starts_as_speed():
+    """Runs done before (``done``) and a resumed run's jump to its checkpoint move the bar but not its speed: tqdm
+    measures speed from ``initial``, and once it has printed, from ``last_print_n``."""
+    out = io.StringIO()
+    with RunProgress(4, done=1, file=out, mininterval=0) as progress:
+        assert (progress.bar.n, progress.bar.initial) == (1, 1)
+        progress.advance("x", 0.5, resumed=True)
+        assert progress.bar.n - progress.bar.initial == 0 == progress.bar.n - progress.bar.last_print_n
+        progress.advance("x", 0.75)
+        assert progress.bar.n == pytest.approx(1.75)
+        assert progress.bar.n - progress.bar.initial == pytest.approx(0.25)
+    assert "1.75/4 runs" in out.getvalue()
+    with RunProgress(2, enabled=False, done=1) as progress:             # a disabled bar takes every move quietly
+        progress.advance("x", 0.5, resumed=True)

@@ -130,7 +130,7 @@ class History:
         self.counters.update(state["counters"])
         self.resumed_at = state["resumed_at"] + [now]
         self.wall_start = _wall.perf_counter() - state["wall"]
-        report_progress(min(now, self.total_time) / self.total_time)     # the bar starts where the run goes on
+        report_progress(min(now, self.total_time) / self.total_time, resumed=True)   # a head start, not speed
 
     @property
     def series(self) -> dict[str, list]:
