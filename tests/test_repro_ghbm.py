@@ -43,6 +43,9 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
     assert probe.run_kwargs("fedcm")[1] | {"server_lr": 0.1, "alpha": 0.1} == sh.run_kwargs("fedcm")[1]
     assert (probe.run_kwargs("fedcm")[1]["server_lr"], probe.run_kwargs("fedcm")[1]["alpha"]) == (1.0, 0.2)
     assert probe.run_kwargs("fedcm-full")[1] == sh.run_kwargs("fedcm-full")[1]
+    assert sh.run_kwargs("mime")[1]["weighting"] == "size"                  # the paper's text
+    uniform = ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare", weighting="uniform")
+    assert uniform.run_kwargs("mime")[1] == sh.run_kwargs("mime")[1] | {"weighting": "uniform"}
     tau = ghbm.setting("ghbm-tau", quick=False)
     assert tau.taus == (1, 2, 5, 10, 20, 40) and tau.splits == ("noniid",)
 
@@ -54,7 +57,8 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
                                       (dict(retune=("fedcm.server_lr",)), "retune"),
                                       (dict(retune=("fedcm.mu=1",)), "retune.*'mu'"),
                                       (dict(retune=("fedsgd.lr=1",)), "retune"),
-                                      (dict(retune=("fedcm.lr=fast",)), "retune")])
+                                      (dict(retune=("fedcm.lr=fast",)), "retune"),
+                                      (dict(weighting="by-size"), "weighting")])
 def test_bad_settings_name_the_parameter(kw, name):
     with pytest.raises(ParameterError, match=name):
         ghbm.setting("ghbm-table2", quick=True, **kw)

@@ -39,6 +39,7 @@ import torch
 
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.fedavg import FedAvg
+from ..algorithms.rounds import WEIGHTINGS
 from ..checkpoint import every_s
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..engine import PRECISIONS
@@ -122,7 +123,9 @@ class GhbmSetting:
     ``"cyclic"`` (Assumption 4.3). ``probe_taus`` (Fig. 1): FedAvg's runs also measure, every ``eval_every``
     rounds, how far the mean of the last tau pseudo-gradients lies from all clients' (:class:`DeviationProbe`).
     ``retune``: Table 7's values changed for a probe (``"fedcm.server_lr=1"``: FedCM with server step 1); a result
-    made so says it in its setting. Changing ``dataset`` brings its row of :data:`DATASETS` unless set too.
+    made so says it in its setting. ``weighting``: the server averages its clients' updates by data size (the
+    paper's text) or ``"uniform"`` (the authors' code for the MIME family, ``aggregation_policy: uniform``).
+    Changing ``dataset`` brings its row of :data:`DATASETS` unless set too.
     """
 
     dataset: str = "cifar10-jpeg"
@@ -145,9 +148,11 @@ class GhbmSetting:
     probe_taus: tuple = ()
     precision: str = "fp32"          # the engine's (afl.engine.PRECISIONS); "bf16" is opt-in mixed precision
     retune: tuple = ()               # Table 7's values changed, "method.name=value" each, e.g. "fedcm.server_lr=1"
+    weighting: str = "size"          # the server's average over its clients (afl.algorithms.rounds.WEIGHTINGS)
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
+        check_choice("weighting", self.weighting, WEIGHTINGS)
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("hyper", self.hyper, HYPER)
         check_int("clients", self.clients, 1)
@@ -200,8 +205,8 @@ class GhbmSetting:
         """``method``'s algorithm and settings in this experiment (Table 7's values for its dataset)."""
         table = method_settings(self.hyper)
         check_choice("method", method, table)
-        kw = dict(K=self.local_steps, s=self.per_round, timing="rounds", sampling=self.sampling, weighting="size",
-                  weight_decay=HYPER[self.hyper]["weight_decay"]) | table[method]
+        kw = dict(K=self.local_steps, s=self.per_round, timing="rounds", sampling=self.sampling,
+                  weighting=self.weighting, weight_decay=HYPER[self.hyper]["weight_decay"]) | table[method]
         kw.update(self.retuned().get(method, {}))
         if method == "fedcm-full":
             kw.update(s=self.clients, sampling="uniform")
