@@ -159,7 +159,7 @@ class JobQueue:
 
     def load_state_dict(self, state: dict) -> None:
         self.streams.rngs, self.streams.pending = state["rngs"], state["stream_pending"]
-        self.generator.set_state(state["generator"])
+        self.generator.set_state(state["generator"].cpu())   # a checkpoint loaded onto a GPU moved it there
         self.client_steps = state["client_steps"]
 
     def cancel_jobs(self) -> None:

@@ -27,8 +27,8 @@ def settings(case):
     return {**dict(K=K, lr=LR, s=S, weight_decay=WD), **CASES[case][0]}
 
 
-def run(case, **kw):
-    return run_algorithm(NAMES[case], federation(), total_time=ROUNDS, eval_every=2, **settings(case), **kw)
+def run(case, device="cpu", **kw):
+    return run_algorithm(NAMES[case], federation(device=device), total_time=ROUNDS, eval_every=2, **settings(case), **kw)
 
 
 def stopping(name, stop=STOP):
@@ -62,6 +62,18 @@ def test_a_run_resumed_from_its_checkpoint_is_the_run_that_never_stopped(case, t
     same_run(resumed, whole)
     assert resumed["resumed_at"] == [float(STOP)] and "resumed_at" not in whole
     assert not path.exists()                                 # the run ended: its checkpoint is gone
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: only a GPU run's checkpoint is loaded onto a GPU")
+def test_a_gpu_run_resumes_from_its_checkpoint(tmp_path):
+    """Loading a checkpoint onto the GPU moves every tensor there, the CPU random generator's state too (which
+    ``set_state`` refuses): the run goes on all the same. Found on an H200, where it stopped every resumed run."""
+    path = tmp_path / "run.ckpt"
+    for case in ("fedavg", "mime"):
+        with pytest.raises(Stop):
+            run(case, "cuda", checkpoint=path, checkpoint_every=0, learner_class=stopping(NAMES[case]))
+        resumed = run(case, "cuda", checkpoint=path, checkpoint_every=0)
+        assert resumed["resumed_at"] == [float(STOP)] and not path.exists()
 
 
 def test_a_resumed_run_reports_its_head_start_apart_from_its_progress(tmp_path, monkeypatch):

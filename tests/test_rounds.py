@@ -21,11 +21,11 @@ TOL = dict(rtol=1e-9, atol=1e-10)
 SIZES = [20, 60, 35, 50, 40, 35]
 
 
-def federation(model="mlp32", hidden=32):
+def federation(model="mlp32", hidden=32, device="cpu"):
     order = np.random.default_rng(3).permutation(len(DATA.train_y))
     parts = [torch.as_tensor(p) for p in np.split(order, np.cumsum(SIZES)[:-1])]
     return make_federation(DATA, model, N, batch_size=4, seed=SEED, parts=parts,
-                           model_kw={"in_features": 16, "hidden": hidden}, dtype=torch.float64)
+                           model_kw={"in_features": 16, "hidden": hidden}, dtype=torch.float64, device=device)
 
 
 def run(name, fed=None, **kw):
