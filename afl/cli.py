@@ -223,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default="cpu", help="cpu, cuda or cuda:<index> (default: cpu)")
     r.add_argument("--fresh", action="store_true", help="discard the saved runs of an interrupted invocation")
     r.add_argument("--resume", action="store_true", help="resume from saved runs (the default; kept for scripts)")
-    r.add_argument("--reuse", nargs="+", default=[], metavar="JSON",
+    r.add_argument("--reuse", nargs="+", action="extend", default=[], metavar="JSON",
                    help="results of other experiments whose identical runs are taken instead of recomputed")
     r.add_argument("--replot", action="store_true",
                    help="only rewrite the .md and .png from OUT/<experiment>.json (computes nothing)")

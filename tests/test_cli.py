@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from afl.cli import main
+from afl.cli import build_parser, main
 from afl.models import build_model, count_parameters
 
 
@@ -238,6 +238,14 @@ def test_one_value_for_a_list_setting_is_a_list_of_one(module, experiment, field
     name, parsed = _override(f"{field}={value}")
     cfg = importlib.import_module(f"afl.repro.{module}").setting(experiment, quick=True, **{name: parsed})
     assert getattr(cfg, field) == (value,)
+
+
+def test_reuse_given_twice_keeps_every_file():
+    """``--reuse A --reuse B C`` takes the runs of all three (a second ``--reuse`` once silently replaced the first,
+    and the runs of A were computed again)."""
+    args = build_parser().parse_args(["repro", "favas-table2", "--reuse", "a.json", "--reuse", "b.json", "c.json"])
+    assert args.reuse == ["a.json", "b.json", "c.json"]
+    assert build_parser().parse_args(["repro", "favas-table2"]).reuse == []
 
 
 def test_a_changed_method_definition_is_not_reused(tiny_experiment, tmp_path):
