@@ -6,7 +6,7 @@
 engine's thread keeps its workers spinning between operations).
 
 :func:`share_devices`: this process shares the GPU with others (a grid spread over processes); its engines plan
-with that share of the free memory.
+with that share of the free memory (``AFL_GPU_PROCESSES=N`` for separate commands run side by side).
 
 :func:`tune_cpu_allocator`: PyTorch CPU tensors come from the C library's ``malloc``. glibc serves blocks of
 a few MB (activations, gradients) with ``mmap`` and hands them back to the kernel when freed, so every
@@ -114,8 +114,22 @@ def share_devices(processes: int) -> None:
 
 
 def device_share() -> float:
-    """The fraction of a GPU's free memory this process's engines may plan with (1 unless shared)."""
-    return _state.get("share", 1.0)
+    """The fraction of a GPU's free memory this process's engines may plan with: ``1 / processes`` after
+    :func:`share_devices`, else ``1 / $AFL_GPU_PROCESSES`` for separate afl commands started side by side on one
+    GPU (each would otherwise plan with half of what it finds free, and those started together find the same
+    memory free: on an H200 three of them ran out of it at once), else 1."""
+    if "share" in _state:
+        return _state["share"]
+    text = os.environ.get("AFL_GPU_PROCESSES")
+    if text is None:
+        return 1.0
+    from .errors import ParameterError, check_int
+    hint = "the number of afl processes sharing this GPU, an integer >= 1"
+    try:
+        processes = int(text)
+    except ValueError:
+        raise ParameterError("AFL_GPU_PROCESSES", text, hint) from None
+    return 1 / check_int("AFL_GPU_PROCESSES", processes, 1, hint=hint)
 
 
 def _mallopt() -> bool:

@@ -54,3 +54,26 @@ def test_a_serial_thread_starts_no_openmp_workers():
     out = subprocess.run([sys.executable, "-c", TEAMS], capture_output=True, text=True, check=True).stdout.split()
     serial, parallel, ok = int(out[0]), int(out[1]), out[2]
     assert ok == "True" and parallel == serial + 1               # the other thread brought one worker along
+
+
+@pytest.mark.parametrize("text, share", [(None, 1.0), ("1", 1.0), ("3", 1 / 3)])
+def test_separate_commands_share_the_gpu_by_afl_gpu_processes(text, share, monkeypatch):
+    from afl import runtime
+    monkeypatch.setattr(runtime, "_state", {})
+    if text is None:
+        monkeypatch.delenv("AFL_GPU_PROCESSES", raising=False)
+    else:
+        monkeypatch.setenv("AFL_GPU_PROCESSES", text)
+    assert runtime.device_share() == share
+    runtime.share_devices(4)                                     # a grid's own processes (--processes) decide
+    assert runtime.device_share() == 1 / 4
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "two", "1.5"])
+def test_a_bad_afl_gpu_processes_names_the_variable(text, monkeypatch):
+    from afl import runtime
+    from afl.errors import ParameterError
+    monkeypatch.setattr(runtime, "_state", {})
+    monkeypatch.setenv("AFL_GPU_PROCESSES", text)
+    with pytest.raises(ParameterError, match="AFL_GPU_PROCESSES.*integer >= 1"):
+        runtime.device_share()
