@@ -115,21 +115,21 @@ def share_devices(processes: int) -> None:
 
 def device_share() -> float:
     """The fraction of a GPU's free memory this process's engines may plan with: ``1 / processes`` after
-    :func:`share_devices`, else ``1 / $AFL_GPU_PROCESSES`` for separate afl commands started side by side on one
-    GPU (each would otherwise plan with half of what it finds free, and those started together find the same
-    memory free: on an H200 three of them ran out of it at once), else 1."""
-    if "share" in _state:
-        return _state["share"]
-    text = os.environ.get("AFL_GPU_PROCESSES")
-    if text is None:
-        return 1.0
+    :func:`share_devices` (a grid's own processes), divided by ``$AFL_GPU_PROCESSES`` (separate afl commands
+    started side by side on one GPU: each would otherwise plan with half of what it finds free, and those started
+    together find the same memory free; on an H200 three of them ran out of it at once)."""
+    return _state.get("share", 1.0) / _gpu_processes()
+
+
+def _gpu_processes() -> int:
+    text = os.environ.get("AFL_GPU_PROCESSES", "1")
     from .errors import ParameterError, check_int
-    hint = "the number of afl processes sharing this GPU, an integer >= 1"
+    hint = "the number of afl commands sharing this GPU, an integer >= 1"
     try:
-        processes = int(text)
+        value = int(text)
     except ValueError:
         raise ParameterError("AFL_GPU_PROCESSES", text, hint) from None
-    return 1 / check_int("AFL_GPU_PROCESSES", processes, 1, hint=hint)
+    return check_int("AFL_GPU_PROCESSES", value, 1, hint=hint)
 
 
 def _mallopt() -> bool:

@@ -28,7 +28,8 @@ def settings(case):
 
 
 def run(case, device="cpu", **kw):
-    return run_algorithm(NAMES[case], federation(device=device), total_time=ROUNDS, eval_every=2, **settings(case), **kw)
+    return run_algorithm(NAMES[case], federation(device=device), total_time=ROUNDS, eval_every=2, **settings(case),
+                         **kw)
 
 
 def stopping(name, stop=STOP):
@@ -64,7 +65,7 @@ def test_a_run_resumed_from_its_checkpoint_is_the_run_that_never_stopped(case, t
     assert not path.exists()                                 # the run ended: its checkpoint is gone
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: only a GPU run's checkpoint is loaded onto a GPU")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: a GPU run's checkpoint is loaded onto it")
 def test_a_gpu_run_resumes_from_its_checkpoint(tmp_path):
     """Loading a checkpoint onto the GPU moves every tensor there, the CPU random generator's state too (which
     ``set_state`` refuses): the run goes on all the same. Found on an H200, where it stopped every resumed run."""

@@ -65,8 +65,8 @@ def test_separate_commands_share_the_gpu_by_afl_gpu_processes(text, share, monke
     else:
         monkeypatch.setenv("AFL_GPU_PROCESSES", text)
     assert runtime.device_share() == share
-    runtime.share_devices(4)                                     # a grid's own processes (--processes) decide
-    assert runtime.device_share() == 1 / 4
+    runtime.share_devices(4)                                     # and each command's grid in 4 processes
+    assert runtime.device_share() == share / 4
 
 
 @pytest.mark.parametrize("text", ["0", "-2", "two", "1.5"])
