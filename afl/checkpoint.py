@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from .errors import ParameterError, check_real
+from .errors import ParameterError, check_real, env_number
 
 #: seconds of wall time between two checkpoints of a run, unless told otherwise (``AFL_CHECKPOINT_EVERY``)
 EVERY_S = 600.0
@@ -31,14 +31,8 @@ EVERY_S = 600.0
 def every_s() -> float:
     """Seconds between two checkpoints: ``$AFL_CHECKPOINT_EVERY`` if set (e.g. 240 on a machine lent for 10-minute
     calls), else :data:`EVERY_S`."""
-    text = os.environ.get("AFL_CHECKPOINT_EVERY")
-    if text is None:
-        return EVERY_S
-    try:
-        value = float(text)
-    except ValueError:
-        raise ParameterError("AFL_CHECKPOINT_EVERY", text, "seconds of wall time, >= 0") from None
-    return check_real("AFL_CHECKPOINT_EVERY", value, 0, hint="seconds of wall time, >= 0")
+    value = env_number("AFL_CHECKPOINT_EVERY", float, 0, "seconds of wall time, >= 0")
+    return EVERY_S if value is None else value
 
 
 class RunCheckpoint:

@@ -7,6 +7,7 @@ Each raises :class:`ParameterError`, whose message reads ``name=value is not all
 from __future__ import annotations
 
 import math
+import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -101,3 +102,16 @@ def check_real(name: str, value, low: float | None = None, high: float | None = 
             return float(value)
     raise ParameterError(name, value, _allowed("a finite real number", low, high, strict_low, strict_high,
                                                lambda v: f"{v:g}", hint))
+
+
+def env_number(name: str, kind: type, low: float, hint: str):
+    """The environment variable ``name`` as a ``kind`` (``int`` or ``float``) >= ``low``, or None if it is unset; a
+    :class:`ParameterError` naming the variable, its text and ``hint`` otherwise."""
+    text = os.environ.get(name)
+    if text is None:
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ParameterError(name, text, hint) from None
+    return (check_int if kind is int else check_real)(name, value, low, hint=hint)

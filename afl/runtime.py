@@ -122,14 +122,8 @@ def device_share() -> float:
 
 
 def _gpu_processes() -> int:
-    text = os.environ.get("AFL_GPU_PROCESSES", "1")
-    from .errors import ParameterError, check_int
-    hint = "the number of afl commands sharing this GPU, an integer >= 1"
-    try:
-        value = int(text)
-    except ValueError:
-        raise ParameterError("AFL_GPU_PROCESSES", text, hint) from None
-    return check_int("AFL_GPU_PROCESSES", value, 1, hint=hint)
+    from .errors import env_number
+    return env_number("AFL_GPU_PROCESSES", int, 1, "the number of afl commands sharing this GPU, an integer >= 1") or 1
 
 
 def _mallopt() -> bool:
