@@ -254,6 +254,22 @@ def test_a_process_that_fails_outside_its_runs_raises_in_the_parent():
         run_in_processes(dying_grid, [0, 1], 2)
 
 
+def free_gpu_memory(keys, on_outcome):
+    """The GPU memory free as a process of run_in_processes starts (module level: picklable)."""
+    for key in keys:
+        on_outcome(attempt(key, lambda: torch.cuda.mem_get_info()[0]))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the parent's cached GPU memory")
+def test_processes_find_the_memory_the_parent_freed():
+    free = torch.cuda.mem_get_info()[0]
+    block = torch.empty(free // 2, dtype=torch.uint8, device="cuda")
+    del block                                         # freed, but kept in this process's cache
+    assert torch.cuda.mem_get_info()[0] < 0.6 * free
+    [seen] = run_in_processes(free_gpu_memory, [0], 1)
+    assert seen.value > 0.8 * free
+
+
 def test_processes_equal_the_local_fleet():
     if not os.environ.get("AFL_DATA"):
         pytest.skip("AFL_DATA is not set: needs the MNIST mirror (each process loads it)")
