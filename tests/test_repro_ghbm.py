@@ -99,6 +99,17 @@ def test_table_experiment_writes_rows_by_method_and_split(synthetic, tmp_path):
     assert "| 81.7 / 83.8 |" in text and "| GHBM τ=5 |" in text and "| – |" in text
 
 
+def test_report_says_fedcm_full_contacts_every_client(synthetic, tmp_path):
+    paths = ghbm.run_experiment("ghbm-table2", quick=True, out=tmp_path, progress=False,
+                                methods=("fedavg", "fedcm-full"), splits=("noniid",), **TINY)
+    run = next(r for r in json.loads(paths[0].read_text())["runs"] if r["method"] == "fedcm-full")
+    assert run["settings"]["s"] == TINY["clients"]
+    assert "C = 0.2 (uniform sampling; FedCM, full participation: every client)" in paths[1].read_text()
+    alone = ghbm.run_experiment("ghbm-table2", quick=True, out=tmp_path / "fedavg", progress=False,
+                                methods=("fedavg",), splits=("noniid",), **TINY)
+    assert "C = 0.2 (uniform sampling), J" in alone[1].read_text()
+
+
 def test_report_names_what_differs_from_the_papers_setting():
     """Against the paper's setting on the result's dataset (CIFAR-10 for a dataset the paper does not use)."""
     def note(**kw):

@@ -597,8 +597,9 @@ def report(result: dict, per_run: bool = True) -> str:
     if result["experiment"] == "ghbm-quadratic":
         return quadratic_markdown(result)
     cfg, runs = result["config"], result["runs"]
+    full = "; FedCM, full participation: every client" if any(r["method"] == "fedcm-full" for r in runs) else ""
     notes = [f"Dataset: **{result['dataset']}**, model {cfg['model']}, {cfg['clients']} clients, C = "
-             f"{cfg['participation']:g} ({cfg['sampling']} sampling), J = {cfg['local_steps']} steps of batch "
+             f"{cfg['participation']:g} ({cfg['sampling']} sampling{full}), J = {cfg['local_steps']} steps of batch "
              f"{cfg['batch']}, {cfg['rounds']} rounds, {cfg['seeds']} seed(s); final accuracy = mean test accuracy "
              f"over the evaluations (every {cfg['eval_every']} rounds) of the last {cfg['last']} rounds."]
     if difference := paper_difference(paper_setting(result), cfg, SELECTION):
