@@ -1,6 +1,6 @@
 """GHBM experiments: settings, splits, the result tables and files (on a synthetic stand-in), the quadratic."""
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -72,6 +72,13 @@ def test_splits_one_class_per_client_and_rebalanced_iid():
     iid = ghbm.client_parts(cfg, DATA, "iid", seed=0)
     assert all(len(p) == 40 for p in iid) and np.mean([len(torch.unique(DATA.train_y[p])) for p in iid]) > 8
     assert len(torch.unique(torch.cat(iid))) == 400
+    # classes too unequal for n / clients samples of one class each (as MNIST's fives): the largest size that is
+    uneven = replace(DATA, train_y=torch.cat([torch.zeros(30, dtype=torch.int64), DATA.train_y[30:]]))
+    parts = ghbm.client_parts(cfg, uneven, "noniid", seed=0)
+    counts = torch.bincount(uneven.train_y)
+    size = max(t for t in range(1, 41) if int((counts // t).sum()) >= 10)
+    assert size < 40 and all(len(p) == size for p in parts)
+    assert all(len(torch.unique(uneven.train_y[p])) == 1 for p in parts)
 
 
 def test_final_accuracy_is_the_mean_over_the_last_rounds():

@@ -281,7 +281,9 @@ def load_task(cfg: GhbmSetting, root=None, device="cpu") -> Dataset:
 def client_parts(cfg: GhbmSetting, data: Dataset, split: str, seed: int) -> list[torch.Tensor]:
     """The clients' sample indices for ``split``: one class (alpha = 0) or Dirichlet(alpha) label mixes,
     ``n / clients`` samples each (the code's rebalancing); Shakespeare: one role each, at most 2,000 windows,
-    or the same amounts drawn from all roles (IID)."""
+    or the same amounts drawn from all roles (IID). Where classes are too unequal for ``n / clients`` samples of
+    one class per client (MNIST: 5,421 fives for 10 clients of 600), alpha = 0 gives each client the largest size
+    that one class can fill for all (MNIST: 584)."""
     alpha = split_alpha(split)
     if cfg.dataset == "shakespeare":
         roles = make_partition("by_group", data.train_groups.cpu(), cfg.clients, seed=seed, min_samples=2)
@@ -290,8 +292,8 @@ def client_parts(cfg: GhbmSetting, data: Dataset, split: str, seed: int) -> list
             return parts
         sizes = [len(p) for p in parts]
         return make_partition("sized", data.train_y.cpu(), seed=seed, sizes=sizes)
-    size = len(data.train_y) // cfg.clients
     alpha = cfg.iid_alpha if np.isinf(alpha) else alpha
+    size = None if alpha == 0 else len(data.train_y) // cfg.clients     # None: n / clients where one class fills it
     return make_partition("dirichlet", data.train_y.cpu(), cfg.clients, seed=seed, alpha=alpha, size=size)
 
 
