@@ -224,6 +224,12 @@ def test_fig1_experiment_rows_by_split_and_tau(synthetic, tmp_path):
     run = result["runs"][0]
     assert run["deviation"]["round"] == [2, 4, 6] and len(run["deviation"]["tau"]["2"]) == 3
     assert "Lemma 4.4" in paths[1].read_text() and paths[2].stat().st_size > 10000
+    # fewer rounds than the first measurement (round 40 for tau = 40) would leave every row empty: refused
+    with pytest.raises(ParameterError, match="rounds=30.*at least 40 with probe_taus up to 40"):
+        ghbm.setting("ghbm-fig1", quick=True, rounds=30, eval_every=10)
+    assert ghbm.setting("ghbm-fig1", quick=True, rounds=42, eval_every=4).rounds == 42          # round 40 measures
+    with pytest.raises(ParameterError, match="at least 44"):
+        ghbm.setting("ghbm-fig1", quick=True, rounds=43, eval_every=11)
     with pytest.raises(ParameterError, match="methods"):
         ghbm.setting("ghbm-fig1", quick=True, methods=("ghbm",))
 

@@ -179,6 +179,9 @@ class GhbmSetting:
         if self.probe_taus:
             check(tuple(self.methods) == ("fedavg",), "methods", self.methods, "('fedavg',) when probe_taus is set "
                   "(Fig. 1 measures FedAvg's pseudo-gradients)")
+            first = -(-max(self.probe_taus) // self.eval_every) * self.eval_every   # once the window holds max tau
+            check(self.rounds >= first, "rounds", self.rounds, f"at least {first} with probe_taus up to "
+                  f"{max(self.probe_taus)} and eval_every = {self.eval_every} (the first measurement's round)")
         self.retuned()
 
     def retuned(self) -> dict[str, dict[str, float]]:
