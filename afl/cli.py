@@ -119,13 +119,17 @@ def _repro(args) -> None:
 
 
 def _override(text: str) -> tuple[str, object]:
-    """``"target=0.8"`` -> ``("target", 0.8)``: the value as a Python literal (numbers, None, tuples); else a
-    comma-separated list as a tuple of words (``methods=fedbuff,qafel_c4_s4``), else the text itself."""
+    """``"target=0.8"`` -> ``("target", 0.8)``: the value as a Python literal (numbers, None, tuples; ``true``,
+    ``false`` and ``none`` in any case too); else a comma-separated list as a tuple of words
+    (``methods=fedbuff,qafel_c4_s4``), else the text itself."""
     import ast
     from .errors import ParameterError
     field, sep, value = text.partition("=")
     if not sep or not field.strip():
         raise ParameterError("--set", text, "FIELD=VALUE, e.g. target=0.8")
+    words = {"true": True, "false": False, "none": None}
+    if value.strip().lower() in words:
+        return field.strip(), words[value.strip().lower()]
     try:
         return field.strip(), ast.literal_eval(value.strip())
     except (ValueError, SyntaxError):

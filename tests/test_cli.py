@@ -240,6 +240,13 @@ def test_one_value_for_a_list_setting_is_a_list_of_one(module, experiment, field
     assert getattr(cfg, field) == (value,)
 
 
+@pytest.mark.parametrize("value, parsed", [("True", True), ("true", True), ("FALSE", False), ("none", None),
+                                           ("None", None), ("0.5", 0.5), ("trueish", "trueish")])
+def test_set_reads_booleans_and_none_in_any_case(value, parsed):
+    from afl.cli import _override
+    assert _override(f"normalize={value}") == ("normalize", parsed)
+
+
 def test_reuse_given_twice_keeps_every_file():
     """``--reuse A --reuse B C`` takes the runs of all three (a second ``--reuse`` once silently replaced the first,
     and the runs of A were computed again)."""
