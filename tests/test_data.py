@@ -220,7 +220,7 @@ def test_search_order(tmp_path, tmp_cache, monkeypatch):
 def test_unknown_dataset_and_option():
     with pytest.raises(ParameterError) as e:
         load_dataset("imagenet")
-    assert all(n in str(e.value) for n in DATASET_NAMES) and "name" in str(e.value)
+    assert all(n in str(e.value) for n in DATASET_NAMES) and "dataset='imagenet'" in str(e.value)
     with pytest.raises(ParameterError, match="leaf_split"):
         load_dataset("mnist", leaf_split=True)
 

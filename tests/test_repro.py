@@ -30,6 +30,8 @@ def test_settings_follow_the_paper():
     assert fr.setting("favas-table2", quick=True).total_time < paper.total_time
     with pytest.raises(ParameterError, match="experiment"):
         fr.setting("favas-table9")
+    with pytest.raises(ParameterError, match="dataset='mnist2'.*one of 'mnist', 'fashion-mnist'"):    # before any run
+        fr.setting("favas-table2", dataset="mnist2")
 
 
 def test_runs_table_and_markdown():

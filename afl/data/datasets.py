@@ -62,7 +62,7 @@ def load_dataset(name: str, root=None, device="cpu", download: bool | None = Non
     Raises ParameterError (unknown name/option), DataMissingError, ChecksumError.
     """
     if name not in DATASET_NAMES:
-        raise ParameterError("name", name, "one of " + ", ".join(DATASET_NAMES))
+        raise ParameterError("dataset", name, "one of " + ", ".join(DATASET_NAMES))
     allowed = {"train_fraction", "leaf_split"} if name == "shakespeare" else {"normalize"}
     for k in options:
         if k not in allowed:

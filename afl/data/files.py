@@ -119,7 +119,7 @@ def locate(name: str, root=None, download: bool | None = None, checksums: dict |
     every MD5 instead of trusting the memo (``afl data verify``).
     """
     if name not in SOURCES:
-        raise ParameterError("name", name, "one of " + ", ".join(DATASET_NAMES))
+        raise ParameterError("dataset", name, "one of " + ", ".join(DATASET_NAMES))
     source = SOURCES[name]
     expected = _expected(source, checksums)
     roots = data_roots(root)

@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from ..algorithms import make_federation, run_algorithm
-from ..data import load_dataset
+from ..data import DATASET_NAMES, load_dataset
 from ..engine import PRECISIONS
 from ..errors import check_choice, check_int, check_real
 from ..fleet import Outcome
@@ -82,6 +82,7 @@ class FavasSetting:
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
+        check_choice("dataset", self.dataset, DATASET_NAMES)
         n = check_int("n", self.n, 1)
         check_int("s", self.s, 1, n, hint="at most n")
         check_int("Z", self.Z, 1, n, hint="at most n")
