@@ -127,15 +127,16 @@ def _override(text: str) -> tuple[str, object]:
     field, sep, value = text.partition("=")
     if not sep or not field.strip():
         raise ParameterError("--set", text, "FIELD=VALUE, e.g. target=0.8")
+    field, value = field.strip(), value.strip()
     words = {"true": True, "false": False, "none": None}
-    if value.strip().lower() in words:
-        return field.strip(), words[value.strip().lower()]
+    if value.lower() in words:
+        return field, words[value.lower()]
     try:
-        return field.strip(), ast.literal_eval(value.strip())
+        return field, ast.literal_eval(value)
     except (ValueError, SyntaxError):
         if "," in value:
-            return field.strip(), tuple(w.strip() for w in value.split(",") if w.strip())
-        return field.strip(), value.strip()
+            return field, tuple(w.strip() for w in value.split(",") if w.strip())
+        return field, value
 
 
 def _interrupted(args) -> str:
