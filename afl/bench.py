@@ -129,6 +129,20 @@ def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int
     return len(parts) * steps / best, engine
 
 
+def local_sgd_case(model: str, clients: int, device, root=None) -> tuple[nn.Module, object, list, int]:
+    """The benchmark setting of ``model`` (:data:`SETTINGS`): the seeded model, its dataset on ``device``,
+    ``clients`` disjoint random parts of ``n / max(clients, 100)`` samples each, and the batch size."""
+    check_choice("model", model, SETTINGS)
+    data_name, batch = SETTINGS[model]
+    dataset = load_dataset(data_name, root=root, device=device)
+    torch.manual_seed(0)
+    module = build_model(model)
+    per_client = len(dataset.train_y) // max(clients, 100)
+    order = np.random.default_rng(0).permutation(len(dataset.train_y))
+    parts = [torch.from_numpy(order[c * per_client:(c + 1) * per_client]) for c in range(clients)]
+    return module, dataset, parts, batch
+
+
 def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, device: str = "cpu",
                     root: str | None = None, reference: bool = True, lr: float = 0.05,
                     strategy: str = "auto", precision: str = "fp32") -> list[dict]:
@@ -143,20 +157,13 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
     peak = matmul_peak_gflops(dev, dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
     rows = []
     for name in models:
-        data_name, batch = SETTINGS[name]
-        dataset = load_dataset(data_name, root=root, device=dev)
-        torch.manual_seed(0)
-        module = build_model(name)
-        rng = np.random.default_rng(0)
-        per_client = len(dataset.train_y) // max(clients, 100)
-        order = rng.permutation(len(dataset.train_y))
-        parts = [torch.from_numpy(order[c * per_client:(c + 1) * per_client]) for c in range(clients)]
+        module, dataset, parts, batch = local_sgd_case(name, clients, dev, root)
         flops = sgd_step_flops(copy.deepcopy(module), dataset.inputs(dataset.train_x[:1].cpu())[0], batch)
         eng, engine = engine_steps_per_s(module, dataset, parts, steps, batch, lr, strategy=strategy,
                                          precision=precision)
         ref = reference_steps_per_s(module, dataset, parts[:min(clients, 20)], steps, batch, lr) if reference else None
         rows.append({
-            "model": name, "dataset": data_name, "device": str(dev), "strategy": engine.strategy.name,
+            "model": name, "dataset": SETTINGS[name][0], "device": str(dev), "strategy": engine.strategy.name,
             "precision": precision, "chunk": engine.chunk, "memory_basis": engine.memory_basis,
             "bytes_per_client": engine.bytes_per_client,
             "threads": torch.get_num_threads(),
