@@ -32,6 +32,9 @@ def test_settings_follow_the_paper():
         fr.setting("favas-table9")
     with pytest.raises(ParameterError, match="dataset='mnist2'.*one of 'mnist', 'fashion-mnist'"):    # before any run
         fr.setting("favas-table2", dataset="mnist2")
+    for field, value in (("model", "vgg"), ("mode", "async"), ("concurrency", 0), ("concurrency", 101)):
+        with pytest.raises(ParameterError, match=f"^{field}={value!r}"):
+            fr.setting("favas-table2", **{field: value})
 
 
 def test_runs_table_and_markdown():

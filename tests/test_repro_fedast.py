@@ -37,7 +37,8 @@ def test_tasks_follow_the_papers_rates_and_allocations():
 
 @pytest.mark.parametrize("kw, name", [(dict(methods=("fedavg",)), "methods"), (dict(caps=(0,)), "caps"),
                                       (dict(target_offset=0.5), "target_offset"),
-                                      (dict(models=("mnist=vgg",)), "models"), (dict(tasksets=("mnist*0",)), "tasksets")])
+                                      (dict(models=("mnist=vgg",)), "models"), (dict(tasksets=("mnist*0",)), "tasksets"),
+                                      (dict(clients=0), "clients=0")])
 def test_bad_settings_name_the_field(kw, name):
     with pytest.raises(ParameterError, match=name):
         fr.setting("fedast-fig7", quick=True, **kw)

@@ -58,7 +58,8 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
                                       (dict(retune=("fedcm.mu=1",)), "retune.*'mu'"),
                                       (dict(retune=("fedsgd.lr=1",)), "retune"),
                                       (dict(retune=("fedcm.lr=fast",)), "retune"),
-                                      (dict(weighting="by-size"), "weighting")])
+                                      (dict(weighting="by-size"), "weighting"),
+                                      (dict(iid_alpha=-2.0), "iid_alpha=-2"), (dict(model="vgg"), "model='vgg'")])
 def test_bad_settings_name_the_parameter(kw, name):
     with pytest.raises(ParameterError, match=name):
         ghbm.setting("ghbm-table2", quick=True, **kw)

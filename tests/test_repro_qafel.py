@@ -60,6 +60,9 @@ def test_settings_follow_the_paper():
     (dict(concurrencies=(5000,)), "concurrencies"),
     (dict(target=1.5), "target"),
     (dict(eval_every=0), "eval_every"),
+    (dict(lr=-1.0), "lr"),
+    (dict(server_momentum=1.0), "server_momentum"),
+    (dict(Z=0), "Z"),
 ])
 def test_bad_settings_name_the_parameter(overrides, name):
     with pytest.raises(ParameterError, match=rf"^{name}="):

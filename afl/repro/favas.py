@@ -29,10 +29,12 @@ from typing import Callable
 import numpy as np
 
 from ..algorithms import make_federation, run_algorithm
+from ..algorithms.favas import MODES
 from ..data import DATASET_NAMES, load_dataset
 from ..engine import PRECISIONS
 from ..errors import check_choice, check_int, check_real
 from ..fleet import Outcome
+from ..models import MODEL_NAMES
 from ..plots import style
 from ..results import PartialRuns
 from ..runtime import resolve_device
@@ -83,9 +85,13 @@ class FavasSetting:
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("dataset", self.dataset, DATASET_NAMES)
+        check_choice("model", self.model, MODEL_NAMES)
+        check_choice("mode", self.mode, MODES)
         n = check_int("n", self.n, 1)
         check_int("s", self.s, 1, n, hint="at most n")
         check_int("Z", self.Z, 1, n, hint="at most n")
+        if self.concurrency is not None:
+            check_int("concurrency", self.concurrency, 1, n, hint="FedBuff's clients in flight, at most n, or None")
         for name in ("K", "batch", "seeds"):
             check_int(name, getattr(self, name), 1)
         for name in ("lr", "total_time", "eval_every", "server_interval"):

@@ -144,13 +144,13 @@ class FedastSetting:
                   f"dataset=model with a dataset of {sorted(TASKS)} and a model of afl.models.MODEL_NAMES")
         for m in self.methods:
             split_method(m)
+        check_int("clients", self.clients, 1)
         for c in self.caps:
             if c is not None:
                 check_int("caps", c, 1, self.clients, hint="busy clients at most, or None")
         for b in self.buffers:
             if b is not None:
                 check_int("buffers", b, 1)
-        check_int("clients", self.clients, 1)
         check_int("samples", self.samples, 1)
         check_real("alpha", self.alpha, 0, strict_low=True)
         if self.requests is not None:

@@ -45,6 +45,7 @@ from ..data import Dataset, load_dataset, partition as make_partition
 from ..engine import PRECISIONS
 from ..errors import ParameterError, check, check_choice, check_int, check_real
 from ..fleet import Outcome
+from ..models import MODEL_NAMES
 from ..plots import style
 from ..runtime import resolve_device
 from ..theory.ghbm import unseen_fraction_moment
@@ -155,6 +156,7 @@ class GhbmSetting:
         check_choice("weighting", self.weighting, WEIGHTINGS)
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("hyper", self.hyper, HYPER)
+        check_choice("model", self.model, MODEL_NAMES)
         check_int("clients", self.clients, 1)
         check_real("participation", self.participation, 0, 1, strict_low=True)
         check(round(self.participation * self.clients) >= 1, "participation", self.participation,
@@ -162,6 +164,7 @@ class GhbmSetting:
         check_choice("sampling", self.sampling, ("uniform", "cyclic"))
         for split in self.splits:
             split_alpha(split)
+        check_real("iid_alpha", self.iid_alpha, 0, strict_low=True, hint="the Dirichlet concentration of 'iid'")
         check_int("rounds", self.rounds, 1)
         check_int("eval_every", self.eval_every, 1, self.rounds, hint="rounds, at most rounds")
         check_int("last", self.last, 0, self.rounds, hint="rounds, at most rounds")

@@ -199,6 +199,11 @@ class QafelSetting:
         check_int("users", self.users, 1)
         check_int("max_size", self.max_size, 1)
         check_real("alpha", self.alpha, 0, strict_low=True)
+        for name in ("lr", "server_lr", "duration"):
+            check_real(name, getattr(self, name), 0, strict_low=True)
+        check_real("server_momentum", self.server_momentum, 0, 1, strict_high=True)
+        for name in ("batch", "Z", "seeds"):
+            check_int(name, getattr(self, name), 1)
         if self.validation is not None:
             check_int("validation", self.validation, 1)
         check_real("target", self.target, 0, 1, strict_low=True, hint="an accuracy in (0, 1]")
