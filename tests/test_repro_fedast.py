@@ -38,7 +38,13 @@ def test_tasks_follow_the_papers_rates_and_allocations():
 @pytest.mark.parametrize("kw, name", [(dict(methods=("fedavg",)), "methods"), (dict(caps=(0,)), "caps"),
                                       (dict(target_offset=0.5), "target_offset"),
                                       (dict(models=("mnist=vgg",)), "models"), (dict(tasksets=("mnist*0",)), "tasksets"),
-                                      (dict(clients=0), "clients=0")])
+                                      (dict(tasksets=("mnist*two",)), "tasksets='mnist\\*two'"),
+                                      (dict(tasksets=("mnist*",)), "tasksets='mnist\\*'"),
+                                      (dict(clients=0), "clients=0"),
+                                      (dict(tasksets=("mnist",), methods=("sync-st:1/2",)),
+                                       "methods='sync-st:1/2'.*one allocation per task of mnist"),
+                                      (dict(tasksets=("mnist",), methods=("sync-st",), sync_allocation=(100, 84)),
+                                       "sync_allocation")])
 def test_bad_settings_name_the_field(kw, name):
     with pytest.raises(ParameterError, match=name):
         fr.setting("fedast-fig7", quick=True, **kw)

@@ -97,9 +97,11 @@ def parse_taskset(text: str) -> list[str]:
     """``"mnist*2,cifar10-jpeg"`` -> ``["mnist", "mnist", "cifar10-jpeg"]``."""
     out = []
     for part in str(text).split(","):
-        name, _, count = part.strip().partition("*")
+        name, star, count = part.strip().partition("*")
         check_choice("tasksets", name, TASKS)
-        out += [name] * (check_int("tasksets", int(count), 1) if count else 1)
+        check(not star or (count.isdecimal() and int(count) >= 1), "tasksets", text,
+              "datasets joined by ',', each optionally '*<count>' with a count >= 1, e.g. 'mnist*2,cifar10-jpeg'")
+        out += [name] * (int(count) if star else 1)
     return out
 
 
@@ -161,6 +163,9 @@ class FedastSetting:
         for name in {n for t in self.tasksets for n in parse_taskset(t)}:
             check_real("target_offset", TASKS[name]["target"] + self.target_offset, 0, 1, strict_low=True,
                        hint=f"{name}'s target {TASKS[name]['target']} plus the offset must be in (0, 1]")
+        for taskset in self.tasksets:       # every run's tasks can be built: allocations fit their task sets
+            for m in self.methods:
+                self.tasks(taskset, m, None, None)
 
     def target(self, name: str) -> float:
         """Table 1's target of dataset ``name`` plus ``target_offset``."""
@@ -178,8 +183,8 @@ class FedastSetting:
         """The tasks of one run: FedAST's (R, b, eta_s = 0.1; NoBuffer b = 1, 0.038) or the synchronous ones
         (allocation, eta_s = 1, the synchronous client lr and weight decay)."""
         names = parse_taskset(taskset)
-        method, own = split_method(method)
-        sync = method in SYNC
+        base, own = split_method(method)
+        sync = base in SYNC
         R = self.requests or max(1, (cap or self.clients) // len(names))
         alloc = [R] * len(names)
         if sync and self.sync_allocation and not own:
@@ -192,8 +197,8 @@ class FedastSetting:
         out = []
         for m, name in enumerate(names):
             spec = TASKS[name]
-            b = 1 if method == "fedast-nobuffer" else (buffer or spec["buffer"])
-            server_lr = 1.0 if sync else (0.038 if method == "fedast-nobuffer" else 0.1)
+            b = 1 if base == "fedast-nobuffer" else (buffer or spec["buffer"])
+            server_lr = 1.0 if sync else (0.038 if base == "fedast-nobuffer" else 0.1)
             out.append(FedASTTask(lr=spec["lr_sync" if sync else "lr"], server_lr=server_lr, steps=self.steps,
                                   requests=int(alloc[m]), buffer=b, weight_decay=spec["wd_sync" if sync else "wd"],
                                   name=name if names.count(name) == 1 else f"{name} #{names[:m + 1].count(name)}",
