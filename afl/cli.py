@@ -243,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "its cores and GPU (where one Python thread, not the device, limits a fleet)")
     r.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
                    help="change one field of the experiment's setting, e.g. --set target=0.8 (repeatable; the "
-                        "command recorded with the results keeps it)")
+                        "command recorded with the results keeps it). A list is comma-separated (--set "
+                        "methods=fedbuff,qafel_c4_s4) or a Python literal, which keeps an item's own commas "
+                        "(--set \"tasksets=('mnist,fashion-mnist',)\")")
     r.set_defaults(func=_repro)
     return p
 
