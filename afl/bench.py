@@ -183,19 +183,38 @@ def fleet_grids() -> dict:
                                                (qafel, qafel.EXPERIMENTS)) for name in names}
 
 
-@contextlib.contextmanager
-def engine_calls():
-    """The engines whose :meth:`LocalSGD.run` is called inside the block, once per call (the list yielded)."""
-    calls, run = [], LocalSGD.run
+#: the engine's methods that train or evaluate (:func:`engine_work` times them)
+ENGINE_WORK = ("run", "evaluate", "full_gradient", "train_loss")
 
-    def counted(self, *args, **kwargs):
-        calls.append(self)
-        return run(self, *args, **kwargs)
-    LocalSGD.run = counted
+
+@contextlib.contextmanager
+def engine_work():
+    """Inside the block: the engines whose :meth:`LocalSGD.run` is called, once per call, and the wall seconds
+    spent in the engine's work (:data:`ENGINE_WORK`, outermost calls only) by method; yields ``(calls,
+    seconds)``. On a GPU the seconds are the host's: kernels may still run when a call returns."""
+    calls, seconds, depth = [], {}, [0]
+    originals = {name: getattr(LocalSGD, name) for name in ENGINE_WORK}
+
+    def timed(name, method):
+        def wrapper(self, *args, **kwargs):
+            if name == "run":
+                calls.append(self)
+            depth[0] += 1
+            t0 = time.perf_counter()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
+        return wrapper
+    for name, method in originals.items():
+        setattr(LocalSGD, name, timed(name, method))
     try:
-        yield calls
+        yield calls, seconds
     finally:
-        LocalSGD.run = run
+        for name, method in originals.items():
+            setattr(LocalSGD, name, method)
 
 
 def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | None = None, device: str = "cpu",
@@ -205,7 +224,10 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
     setting changed) one by one and as one fleet (:mod:`afl.fleet`) in this process: wall seconds and engine
     calls of each, client steps, and how far apart the final accuracies of the two executions are (float rounding
     of bigger batched kernels, amplified by training). ``speedup_bound``: the largest speedup any execution could
-    have over the one-by-one one, were every SGD FLOP computed at the measured fp32 matmul peak. ``processes``:
+    have over the one-by-one one, were every SGD FLOP computed at the measured fp32 matmul peak.
+    ``sequential_engine_s`` and ``fleet_engine_s`` (on a CPU; None on a GPU): seconds inside the engine's work
+    (:func:`engine_work`); ``engine_only_speedup``: one by one over the fleet's engine seconds, the speedup a
+    fleet would have with nothing outside the engine. ``processes``:
     also the grid as that many fleets side by side (:func:`afl.fleet.run_in_processes`, process start-up
     included): ``processes_s`` and ``processes_speedup`` over one by one."""
     grids = fleet_grids()
@@ -216,16 +238,17 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
     for label, fleet in (("sequential", False), ("fleet", True)):
         g = module.grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size)
         t0 = time.perf_counter()
-        with engine_calls() as calls:
+        with engine_work() as (calls, seconds):
             outcomes = g.work(g.keys)
         _sync(dev)
-        timed[label] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok], calls)
+        timed[label] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok], calls, sum(seconds.values()))
     if processes is not None:
         g = module.grid(cfg, seeds=seeds, device=dev, root=root, fleet=True, fleet_size=fleet_size)
         t0 = time.perf_counter()
         outcomes = run_in_processes(g.work, g.keys, processes)
-        timed["processes"] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok], [])
-    (seq_s, seq, seq_calls), (fleet_s, runs, fleet_calls) = timed["sequential"], timed["fleet"]
+        timed["processes"] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok])
+    (seq_s, seq, seq_calls, seq_engine_s), (fleet_s, runs, fleet_calls, fleet_engine_s) = (timed["sequential"],
+                                                                                          timed["fleet"])
     steps = sum(r["computed_client_steps"] for r in runs)
     gaps = [abs(a["final_accuracy"] - b["final_accuracy"]) for a, b in zip(seq, runs)]
     # The compute bound: no execution trains faster than the grid's SGD FLOPs at the fp32 matmul peak.
@@ -233,9 +256,16 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
     flops = sgd_step_flops(copy.deepcopy(engine.model.module).cpu(),
                            engine.dataset.inputs(engine.dataset.train_x[:1]).cpu()[0], engine.batch_size)
     peak_steps_per_s = matmul_peak_gflops(dev) * 1e9 / flops
+    # Where the time goes (a CPU's figures; a GPU's engine calls return before their kernels end): the engine's
+    # time is work per client step, so one by one over the fleet's engine time is the speedup a fleet would have
+    # with nothing outside the engine.
+    engine_share = {"sequential_engine_s": None, "fleet_engine_s": None, "engine_only_speedup": None}
+    if dev.type == "cpu":
+        engine_share = {"sequential_engine_s": seq_engine_s, "fleet_engine_s": fleet_engine_s,
+                        "engine_only_speedup": seq_s / fleet_engine_s}
     spread = {}
     if processes is not None:
-        spread_s, spread_runs, _ = timed["processes"]
+        spread_s, spread_runs = timed["processes"]
         spread = {"processes": processes, "processes_s": spread_s, "processes_speedup": seq_s / spread_s,
                   "processes_client_steps_per_s": steps / spread_s,
                   "processes_max_final_accuracy_gap": max((abs(a["final_accuracy"] - b["final_accuracy"])
@@ -245,7 +275,7 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
             "threads": torch.get_num_threads(), "sequential_s": seq_s, "fleet_s": fleet_s,
             "speedup": seq_s / fleet_s, "client_steps": steps, "sequential_client_steps_per_s": steps / seq_s,
             "fleet_client_steps_per_s": steps / fleet_s, "sequential_engine_calls": len(seq_calls),
-            "fleet_engine_calls": len(fleet_calls), "flops_per_client_step": flops,
+            "fleet_engine_calls": len(fleet_calls), **engine_share, "flops_per_client_step": flops,
             "peak_client_steps_per_s": peak_steps_per_s, "speedup_bound": peak_steps_per_s * seq_s / steps,
             "failed_runs": 2 * len(g.keys) - len(seq) - len(runs),
             "max_final_accuracy_gap": max(gaps, default=0.0)} | spread

@@ -68,6 +68,9 @@ def _bench(args) -> None:
               f"{100 * row['max_final_accuracy_gap']:.2f} points\n"
               f"  compute bound: {row['peak_client_steps_per_s']:.0f} client steps/s at the fp32 matmul peak "
               f"({row['flops_per_client_step'] / 1e6:.1f} MFLOP a step), so at most {row['speedup_bound']:.2f}x")
+        if row["engine_only_speedup"] is not None:
+            print(f"  in the engine: {row['sequential_engine_s']:.1f} s one by one, {row['fleet_engine_s']:.1f} s as "
+                  f"a fleet; with nothing outside it the fleet would be {row['engine_only_speedup']:.2f}x")
         if args.processes is not None:
             print(f"  {args.processes} fleets in {args.processes} processes {row['processes_s']:8.1f} s  "
                   f"{row['processes_client_steps_per_s']:8.0f} client steps/s, speedup "

@@ -240,9 +240,16 @@ class FusedMLPStrategy(Strategy):
         return hs
 
     def _output_grad(self, logits: Tensor, y: Tensor) -> Tensor:
-        g = torch.softmax(logits, dim=-1)
+        """``(softmax(z) - onehot(y)) / B``. On a CPU the softmax is written out: PyTorch's kernel over 10 classes
+        took 3x as long (230 against 75 us for 20 clients x 128 samples, 8 % of an mlp32 step); a GPU keeps its
+        one fused kernel."""
+        if logits.is_cuda:
+            g = torch.softmax(logits, dim=-1)
+        else:
+            g = (logits - logits.amax(-1, keepdim=True)).exp_()
+            g.div_(g.sum(-1, keepdim=True))
         k, B, K = g.shape
-        g.view(k * B, K)[torch.arange(k * B, device=g.device), y.reshape(-1)] -= 1
+        g.view(k * B, K).scatter_add_(1, y.reshape(-1, 1), g.new_full((1, 1), -1.0).expand(k * B, 1))
         return g.div_(B)
 
     def _backward(self, params, hs, g, visit) -> None:

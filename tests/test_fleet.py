@@ -286,6 +286,28 @@ def test_processes_equal_the_local_fleet():
         fr.compute_runs(cfg, seeds=1, progress=False, processes=2, ray="local")
 
 
+def test_engine_work_times_outermost_calls_and_restores_the_engine(monkeypatch):
+    """``afl.bench.engine_work`` on a fake clock that ticks once per reading: a call's nested engine calls
+    (MIME's full gradient inside a run, say) count within it, not again on their own."""
+    import itertools
+    import time
+
+    from afl.bench import engine_work
+    from afl.engine import LocalSGD
+
+    def run(self):
+        return self.evaluate()
+    monkeypatch.setattr(LocalSGD, "run", run)
+    monkeypatch.setattr(LocalSGD, "evaluate", lambda self: "evaluated")
+    monkeypatch.setattr(time, "perf_counter", itertools.count().__next__)
+    engine = object.__new__(LocalSGD)
+    with engine_work() as (calls, seconds):
+        assert engine.run() == "evaluated"           # reads 0 and 2 (the nested call's start is read 1)
+        engine.evaluate()                            # reads 3 and 4
+    assert calls == [engine] and seconds == {"run": 2, "evaluate": 1}
+    assert LocalSGD.run is run
+
+
 def test_bench_fleet_also_times_the_grid_in_processes():
     if not os.environ.get("AFL_DATA"):
         pytest.skip("AFL_DATA is not set: needs the MNIST mirror (each process loads it)")

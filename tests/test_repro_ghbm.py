@@ -257,6 +257,8 @@ def test_a_fleet_trains_a_round_of_every_method_in_one_engine_call(synthetic):
     assert row["sequential_engine_calls"] == len(methods) * TINY["rounds"]
     assert row["fleet_engine_calls"] == TINY["rounds"]
     assert row["max_final_accuracy_gap"] < 0.05
+    assert 0 < row["sequential_engine_s"] < row["sequential_s"] and 0 < row["fleet_engine_s"] < row["fleet_s"]
+    assert row["engine_only_speedup"] == pytest.approx(row["sequential_s"] / row["fleet_engine_s"])
 
 
 def test_bench_fleet_names_the_grids_it_can_run():

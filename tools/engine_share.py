@@ -3,42 +3,22 @@
     python tools/engine_share.py repro ghbm-table2 --quick --set rounds=30 --set last=10 --out /tmp/x [--no-fleet]
 
 runs ``afl <arguments>`` in this process and prints the wall seconds inside ``LocalSGD.run``, ``evaluate``,
-``full_gradient`` and ``train_loss`` (outermost calls only), the total, and what lies outside them (start-up,
-the simulations' own Python, the fleet's bookkeeping, writing results).
+``full_gradient`` and ``train_loss`` (outermost calls only, :func:`afl.bench.engine_work`), the total, and what
+lies outside them (start-up, the simulations' own Python, the fleet's bookkeeping, writing results).
 """
 import runpy
 import sys
 import time
 
-from afl.engine import LocalSGD
+from afl.bench import engine_work
 
-seconds: dict[str, float] = {}
-depth = [0]
-
-
-def timed(name):
-    method = getattr(LocalSGD, name)
-
-    def wrapper(*args, **kwargs):
-        depth[0] += 1
-        t0 = time.perf_counter()
-        try:
-            return method(*args, **kwargs)
-        finally:
-            depth[0] -= 1
-            if depth[0] == 0:
-                seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
-    setattr(LocalSGD, name, wrapper)
-
-
-for name in ("run", "evaluate", "full_gradient", "train_loss"):
-    timed(name)
 start = time.perf_counter()
 sys.argv = ["afl"] + sys.argv[1:]
-try:
-    runpy.run_module("afl.cli", run_name="__main__")
-except SystemExit:
-    pass
+with engine_work() as (_, seconds):
+    try:
+        runpy.run_module("afl.cli", run_name="__main__")
+    except SystemExit:
+        pass
 total = time.perf_counter() - start
 print(" ".join(f"{name} {s:.1f} s" for name, s in seconds.items()),
       f"| total {total:.1f} s | outside the engine {total - sum(seconds.values()):.1f} s")
