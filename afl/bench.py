@@ -247,8 +247,8 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
         t0 = time.perf_counter()
         outcomes = run_in_processes(g.work, g.keys, processes)
         timed["processes"] = (time.perf_counter() - t0, [o.value for o in outcomes if o.ok])
-    (seq_s, seq, seq_calls, seq_engine_s), (fleet_s, runs, fleet_calls, fleet_engine_s) = (timed["sequential"],
-                                                                                          timed["fleet"])
+    seq_s, seq, seq_calls, seq_engine_s = timed["sequential"]
+    fleet_s, runs, fleet_calls, fleet_engine_s = timed["fleet"]
     steps = sum(r["computed_client_steps"] for r in runs)
     gaps = [abs(a["final_accuracy"] - b["final_accuracy"]) for a, b in zip(seq, runs)]
     # The compute bound: no execution trains faster than the grid's SGD FLOPs at the fp32 matmul peak.
@@ -256,9 +256,8 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
     flops = sgd_step_flops(copy.deepcopy(engine.model.module).cpu(),
                            engine.dataset.inputs(engine.dataset.train_x[:1]).cpu()[0], engine.batch_size)
     peak_steps_per_s = matmul_peak_gflops(dev) * 1e9 / flops
-    # Where the time goes (a CPU's figures; a GPU's engine calls return before their kernels end): the engine's
-    # time is work per client step, so one by one over the fleet's engine time is the speedup a fleet would have
-    # with nothing outside the engine.
+    # The engine's time is work per client step, which batching runs does not shrink (a CPU's figures only: a
+    # GPU's engine calls return before their kernels end).
     engine_share = {"sequential_engine_s": None, "fleet_engine_s": None, "engine_only_speedup": None}
     if dev.type == "cpu":
         engine_share = {"sequential_engine_s": seq_engine_s, "fleet_engine_s": fleet_engine_s,
