@@ -112,9 +112,11 @@ def reference_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: 
 
 
 def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int, lr: float,
-                       repeats: int = 3, strategy: str = "auto", precision: str = "fp32") -> tuple[float, LocalSGD]:
-    """Client-steps per second of the engine (best of ``repeats`` runs after a warm-up), and the engine."""
-    engine = LocalSGD(module, dataset, batch, strategy=strategy, precision=precision)
+                       repeats: int = 4, strategy: str = "auto", precision: str = "fp32",
+                       cuda_graphs: bool | None = None) -> tuple[float, LocalSGD]:
+    """Client-steps per second of the engine (best of ``repeats`` runs after a warm-up), and the engine. With CUDA
+    graphs the second run records the call and the later ones replay it (:mod:`afl.graphs`)."""
+    engine = LocalSGD(module, dataset, batch, strategy=strategy, precision=precision, cuda_graphs=cuda_graphs)
     start = engine.model.flatten().to(engine.device)
     queue = JobQueue(engine, ClientStreams(parts, batch, seed=0))
     best = float("inf")
@@ -145,10 +147,10 @@ def local_sgd_case(model: str, clients: int, device, root=None) -> tuple[nn.Modu
 
 def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, device: str = "cpu",
                     root: str | None = None, reference: bool = True, lr: float = 0.05,
-                    strategy: str = "auto", precision: str = "fp32") -> list[dict]:
-    """One result dict per model (see module docstring for what is measured); ``strategy`` and ``precision`` as in
-    :class:`afl.engine.LocalSGD` (``"auto"``: the engine's choice for the device and model). With
-    ``precision="bf16"`` the peak is the bfloat16 matmul's."""
+                    strategy: str = "auto", precision: str = "fp32", cuda_graphs: bool | None = None) -> list[dict]:
+    """One result dict per model (see module docstring for what is measured); ``strategy``, ``precision`` and
+    ``cuda_graphs`` as in :class:`afl.engine.LocalSGD` (``"auto"``: the engine's choice for the device and model;
+    graphs: on a GPU unless ``AFL_CUDA_GRAPHS=0``). With ``precision="bf16"`` the peak is the bfloat16 matmul's."""
     dev = resolve_device(device)
     clients, steps = check_int("clients", clients, 1), check_int("steps", steps, 1)
     for name in models:
@@ -160,11 +162,12 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
         module, dataset, parts, batch = local_sgd_case(name, clients, dev, root)
         flops = sgd_step_flops(copy.deepcopy(module), dataset.inputs(dataset.train_x[:1].cpu())[0], batch)
         eng, engine = engine_steps_per_s(module, dataset, parts, steps, batch, lr, strategy=strategy,
-                                         precision=precision)
+                                         precision=precision, cuda_graphs=cuda_graphs)
         ref = reference_steps_per_s(module, dataset, parts[:min(clients, 20)], steps, batch, lr) if reference else None
         rows.append({
             "model": name, "dataset": SETTINGS[name][0], "device": str(dev), "strategy": engine.strategy.name,
             "precision": precision, "chunk": engine.chunk, "memory_basis": engine.memory_basis,
+            "cuda_graphs": _graphs_used(engine), "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
             "bytes_per_client": engine.bytes_per_client,
             "threads": torch.get_num_threads(),
             "clients": clients, "steps": steps, "batch": batch,
@@ -174,6 +177,16 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
             "engine_gflops": eng * flops / 1e9, "fraction_of_peak": eng * flops / 1e9 / peak,
         })
     return rows
+
+
+def _graphs_used(engine: LocalSGD) -> str:
+    """How the engine's calls ran: ``"off"``, ``"replayed"`` (the timed calls were replays) or why not."""
+    graphs = engine.graphs
+    if graphs is None:
+        return "off"
+    if graphs.failed is not None:
+        return f"failed: {graphs.failed!r}"[:300]
+    return "replayed" if graphs.replays else "not replayed"
 
 
 def fleet_grids() -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 
 def _models(args) -> None:
@@ -81,7 +82,7 @@ def _bench(args) -> None:
     for clients in args.clients:
         rows += bench_local_sgd(args.models, clients=clients, steps=args.steps, device=args.device,
                                 root=args.root, reference=not args.no_reference, strategy=args.strategy,
-                                precision=args.precision)
+                                precision=args.precision, cuda_graphs={"on": True, "off": False}.get(args.cuda_graphs))
     if args.json:
         for row in rows:
             print(json.dumps(row))
@@ -89,7 +90,8 @@ def _bench(args) -> None:
     for r in rows:
         ref = f"{r['reference_steps_per_s']:.0f}" if r["reference_steps_per_s"] else "-"
         spd = f"{r['speedup']:.0f}x" if r["speedup"] else "-"
-        print(f"{r['model']:<10} {r['device']:<5} {r['strategy']:<5} {r['precision']} C={r['clients']:<5} "
+        graphs = "" if r["cuda_graphs"] == "off" and r["device"] == "cpu" else f" graphs {r['cuda_graphs']}"
+        print(f"{r['model']:<10} {r['device']:<5} {r['strategy']:<5} {r['precision']}{graphs} C={r['clients']:<5} "
               f"reference {ref:>6} steps/s  "
               f"engine {r['engine_steps_per_s']:>8.0f} steps/s  speedup {spd:>6}  "
               f"{r['engine_gflops']:.1f} GFLOP/s = {100 * r['fraction_of_peak']:.0f}% of "
@@ -119,6 +121,63 @@ def _repro(args) -> None:
     print()
     for p in out:
         print(f"wrote {p}")
+
+
+def _queue(args) -> int:
+    from pathlib import Path
+    from . import queue
+    if args.action == "pack":
+        datasets = args.datasets or sorted({d for e in queue.QUEUE if e.status() == "pending" for d in e.datasets})
+        files = queue.pack(datasets, Path(args.to), root=args.root)
+        size = sum(f.stat().st_size for f in files)
+        print(f"packed {', '.join(datasets)}: {len(files)} file(s), {size / 1e6:.1f} MB in {args.to} "
+              f"(carry it with the device call; 'afl queue run --pack {args.to}' unpacks and checks it there)")
+        return 0
+    rates = None
+    if args.rates:
+        rates = dict(queue.RATES)
+        saved = json.loads(Path(args.rates).read_text())
+        for row in saved["rates"] if isinstance(saved, dict) else saved:
+            rates[(row["model"], row["clients"])] = (row["rate"], row["basis"])
+    if args.action == "list":
+        rows = queue.listing(rates)
+        if args.json:
+            print(json.dumps(rows, indent=1))
+            return 0
+        for r in rows:
+            print(f"{r['name']:<36} {r['status']:<10.10} {r['minutes']:7.1f} min  {r['client_steps']:>11,} client steps"
+                  f"  {r['command']}")
+        print(f"\nminutes: on one H100, client steps over these rates (client-steps/s):")
+        for (model, width), (rate, basis) in (rates or queue.RATES).items():
+            print(f"  {model} at {width} clients a call: {rate:,.0f} ({basis})")
+        return 0
+    from .errors import ParameterError
+    print(f"afl queue: on {queue.machine(args.device)}", flush=True)
+    t_end = time.monotonic() + args.minutes * 60
+    env = {}
+    if args.pack:
+        root = queue.unpack(Path(args.pack), Path(args.data_root))
+        env["AFL_DATA"] = str(root)
+        print(f"afl queue: data unpacked into {root}, MD5s checked", flush=True)
+    entries = [queue.find(n) for n in args.entries] if args.entries else queue.next_entries(args.minutes, rates)
+    if not entries and args.allow_partial:
+        entries = [e for e in queue.QUEUE if e.status() == "pending"][:1]
+    if not entries:
+        raise ParameterError("--minutes", args.minutes, "time for at least the next pending entry: "
+                             + "; ".join(f"{r['name']} needs {r['minutes'] + queue.OVERHEAD_MIN:.1f}"
+                                         for r in queue.listing(rates) if r["status"] == "pending")[:400])
+    reports = []
+    for entry in entries:
+        left = (t_end - time.monotonic()) / 60
+        print(f"afl queue: {entry.name}: {' '.join(entry.argv)} ({left:.1f} minutes left)", flush=True)
+        reports.append(queue.run(entry, left, Path(args.out), device=args.device, rates=rates, env=env,
+                                 resume_from=Path(args.resume_from) if args.resume_from else None,
+                                 allow_partial=args.allow_partial))
+        print(json.dumps(reports[-1]), flush=True)
+    (Path(args.out) / "queue-report.json").write_text(json.dumps(reports, indent=1))
+    for r in reports:
+        print(f"{r['entry']}: {'finished' if r['finished'] else 'stopped'} in {r['seconds']:.0f} s; {r['commit']}")
+    return 0 if all(r["finished"] for r in reports) else 1
 
 
 def _override(text: str) -> tuple[str, object]:
@@ -195,6 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--strategy", default="auto", help="engine strategy: auto, vmap, loop, mlp or lstm (default: auto)")
     b.add_argument("--precision", default="fp32", help="engine precision: fp32, or bf16 mixed precision (autocast; "
                                                        "parameters and updates in float32); default: fp32")
+    b.add_argument("--cuda-graphs", choices=["auto", "on", "off"], default="auto",
+                   help="local-sgd on a GPU: replay recorded calls as CUDA graphs (auto: on unless AFL_CUDA_GRAPHS=0)")
     b.add_argument("--root", default=None, help="data root (default: the search path)")
     b.add_argument("--no-reference", action="store_true", help="skip the slow per-client reference loop")
     b.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -250,6 +311,33 @@ def build_parser() -> argparse.ArgumentParser:
                         "methods=fedbuff,qafel_c4_s4) or a Python literal, which keeps an item's own commas "
                         "(--set \"tasksets=('mnist,fashion-mnist',)\")")
     r.set_defaults(func=_repro)
+
+    q = sub.add_parser("queue", help="the GPU queue: paper-scale runs prepared here, run when a GPU is lent",
+                       description="list: the entries (exact invocations), their client steps, minutes on an H100 "
+                                   "and status. pack: the datasets they need, xz-compressed, to carry to the GPU "
+                                   "machine. run (there): unpack and check the data, run the next entries that fit "
+                                   "the minutes left (or those named), each stopped cleanly at the deadline, and "
+                                   "leave OUT/<entry>.tar.gz with its results (and small checkpoints).")
+    q.add_argument("action", nargs="?", choices=["list", "pack", "run"], default="list", help="default: list")
+    q.add_argument("entries", nargs="*", metavar="ENTRY", help="run: these entries (default: the next that fit)")
+    q.add_argument("--json", action="store_true", help="list: print JSON")
+    q.add_argument("--minutes", type=float, default=9.0, help="run: wall minutes this call may use (default: 9)")
+    q.add_argument("--out", default="queue-out", help="run: where the archives go, e.g. $OUT (default: queue-out)")
+    q.add_argument("--device", default="cuda", help="run: cuda (cpu only to test the queue)")
+    q.add_argument("--pack", default=None, metavar="DIR", help="run: unpack this 'afl queue pack' folder first")
+    q.add_argument("--data-root", default="/tmp/afl-data", help="run: where --pack is unpacked (default: %(default)s)")
+    q.add_argument("--resume-from", default=None, metavar="TAR", help="run: the archive a stopped entry left")
+    q.add_argument("--allow-partial", action="store_true",
+                   help="run: where no entry fits the minutes left, start the next one anyway, to stop at the "
+                        "deadline with its checkpoints and go on in a later call")
+    q.add_argument("--rates", default=None, metavar="JSON",
+                   help="list/run: rates measured since, over the built-in ones: [{model, clients, rate, basis}, ...] "
+                        "or {\"rates\": [...]} (tools/gpu_visit.py's rates.json)")
+    q.add_argument("--to", default=".gpu/data", help="pack: destination folder (default: %(default)s, git-ignored)")
+    q.add_argument("--datasets", nargs="+", default=None, metavar="NAME",
+                   help="pack: these datasets (default: those of the pending entries)")
+    q.add_argument("--root", default=None, help="pack: data root (default: the search path)")
+    q.set_defaults(func=_queue)
     return p
 
 

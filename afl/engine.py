@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from .data.augment import augment_noise
 from .errors import ParameterError, check, check_choice, check_int
+from .graphs import CallGraphs, call_graphs, graphs_enabled
 from .runtime import device_share, tune_cpu_allocator
 from .strategies import Strategy, cross_entropy_sum, make_strategy
 
@@ -56,6 +57,10 @@ class Correction(Protocol):
     A hook with a ``gradient_at`` attribute naming a state entry also receives, as
     ``state["gradient_at"]``, the gradient (without weight decay) of the parameters held there on the same
     mini-batch: MIME's ``g_i(x; zeta)`` at the server model (Karimireddy et al. 2021, eq. (4)).
+
+    A hook with a true ``graph_safe`` attribute is a pure function of its arguments and its own constant
+    fields (no host synchronisation, no Python state that changes between calls): its calls may be recorded as
+    CUDA graphs and replayed (:mod:`afl.graphs`). Other hooks always run eagerly.
     """
 
     def __call__(self, t: int, w: Tensor, d: Tensor, w0: Tensor, state: dict[str, Tensor]) -> Tensor: ...
@@ -162,11 +167,14 @@ class LocalSGD:
     (:data:`afl.strategies.STRATEGIES`; ``"auto"`` picks per device and model,
     :func:`afl.strategies.choose_strategy`); ``self.strategy`` says which one runs. ``precision``: one of
     :data:`PRECISIONS` (``"bf16"``: mixed precision for a float32 model, see the module docstring).
+    ``cuda_graphs``: record recurring calls on a GPU as CUDA graphs and replay them (:mod:`afl.graphs`; None: on a
+    GPU unless ``AFL_CUDA_GRAPHS=0``; a :class:`~afl.graphs.CallGraphs`: that one, e.g. an emulating one on a
+    CPU); ``self.graphs`` is the one in use, or None.
     """
 
     def __init__(self, module: nn.Module, dataset, batch_size: int, *, max_bytes: int | None = None,
                  augment: bool = True, loss: Callable[[Tensor, Tensor], Tensor] = cross_entropy_sum,
-                 strategy: str = "auto", precision: str = "fp32"):
+                 strategy: str = "auto", precision: str = "fp32", cuda_graphs: bool | CallGraphs | None = None):
         batch_size = check_int("batch_size", batch_size, 1)
         check_choice("precision", precision, PRECISIONS)
         device = dataset.train_x.device
@@ -215,6 +223,12 @@ class LocalSGD:
         # clients of one batched step: the memory chunk, on a CPU at most what its caches hold well
         self.call_clients = self.chunk if device.type == "cuda" else min(self.chunk, CPU_CALL_CLIENTS)
         self.mix_groups = device.type == "cuda"        # a step call may hold clients of several hook groups
+        if cuda_graphs is None:
+            cuda_graphs = device.type == "cuda" and graphs_enabled()
+        if cuda_graphs is True:
+            check(device.type == "cuda", "cuda_graphs", True, "False or None on a CPU (CUDA graphs need a GPU)")
+            cuda_graphs = call_graphs(self.signature, device, anchor=dataset.train_x)
+        self.graphs: CallGraphs | None = cuda_graphs or None
 
     def _measured_step_bytes(self, max_bytes: int, extra_per_client: int) -> tuple[int, int]:
         """(fixed, per-client) bytes of one local step on a GPU, from the CUDA allocator's peak: fitted as
@@ -243,14 +257,14 @@ class LocalSGD:
         torch.cuda.synchronize(self.device)
         before = torch.cuda.memory_allocated(self.device)
         torch.cuda.reset_peak_memory_stats(self.device)
-        self._run_sorted(start, batches, [1] * k, lr, None, [], None)
+        self._run_sorted(start, batches, [1] * k, lr, None, [], None, uniform_lr=True)
         torch.cuda.synchronize(self.device)
         return torch.cuda.max_memory_allocated(self.device) - before
 
     def _clients_compute(self):
         """The context of the clients' forward and backward passes: bfloat16 autocast for ``precision="bf16"``."""
-        if self.precision == "bf16":
-            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        if self.precision == "bf16":     # no cast cache: a recorded graph must cast the parameters it is given
+            return torch.autocast(self.device.type, dtype=torch.bfloat16, cache_enabled=False)
         return contextlib.nullcontext()
 
     def _gradient(self, params: list[Tensor], x: Tensor, y: Tensor) -> list[Tensor]:
@@ -283,16 +297,40 @@ class LocalSGD:
         y = self.dataset.train_y.index_select(0, flat)
         return x.view(*idx.shape, *x.shape[1:]), y.view(idx.shape)
 
+    def _run_chunk(self, w: Tensor, batches: Tensor, steps: list[int], lr: Tensor, wd: Tensor | None,
+                   corrections: list[_Segment], generator) -> Tensor:
+        """:meth:`_run_sorted`, replayed from a CUDA graph where this call recurs (:mod:`afl.graphs`): same shapes,
+        steps and hooks on the same rows. Eager where the batches draw their augmentation now (a generator's
+        numbers cannot be recorded) or a hook is not ``graph_safe``."""
+        graphs = self.graphs
+        if graphs is None or (self.augment and batches.dim() == 3) or not all(
+                getattr(seg.hook, "graph_safe", False) for seg in corrections):
+            return self._run_sorted(w, batches, steps, lr, wd, corrections, generator, uniform_lr=True)
+        names = [tuple(seg.state) for seg in corrections]
+        key = (tuple(w.shape), tuple(batches.shape), tuple(steps), wd is not None,
+               tuple((seg.start, seg.stop, seg.hook, n) for seg, n in zip(corrections, names)))
+        head = [w, batches, lr] + ([] if wd is None else [wd])
+        states = [t for seg in corrections for t in seg.state.values()]
+
+        def call(w, batches, lr, *rest):
+            wd, rest = (None, iter(rest)) if len(head) == 3 else (rest[0], iter(rest[1:]))
+            segments = [_Segment(seg.start, seg.stop, seg.hook, {n: next(rest) for n in seg_names})
+                        for seg, seg_names in zip(corrections, names)]
+            return self._run_sorted(w, batches, steps, lr, wd, segments, None, uniform_lr=False)
+        return graphs(key, call, head + states, updated=range(len(head), len(head) + len(states)))
+
     def _run_sorted(self, w: Tensor, batches: Tensor, steps: list[int], lr: Tensor, wd: Tensor | None,
-                    corrections: list[_Segment], generator) -> Tensor:
+                    corrections: list[_Segment], generator, uniform_lr: bool) -> Tensor:
         """Clients sorted by decreasing ``steps``: the active ones are always a prefix.
 
         Parameters live as one contiguous ``(C, *shape)`` tensor per model parameter (what the batched
         matmuls and convolutions want); flat ``(k, P)`` copies are made only for correction hooks, each applied
         to the active part of its own rows (``corrections``: contiguous runs of clients sharing a hook).
+        ``uniform_lr``: a learning rate that all clients share is applied as a number (reading it waits for the
+        device, which a recorded call must not: it then stays a tensor; the same result).
         """
         params = [v.contiguous() for v in self.model.views(w).values()]
-        same_lr = float(lr[0]) if len(lr) and bool((lr == lr[0]).all()) else None
+        same_lr = float(lr[0]) if uniform_lr and len(lr) and bool((lr == lr[0]).all()) else None
         fused = not corrections and self.strategy.fused_update and self.precision == "fp32"
         k = len(steps)
         for t in range(steps[0] if steps else 0):
@@ -373,7 +411,7 @@ class LocalSGD:
         for sel in self._calls(group_of, steps):
             sel_dev = sel.to(self.device)
             segments, chunk_states = self._segments(groups, group_of[sel], row_of[sel])
-            out[sel_dev] = self._run_sorted(
+            out[sel_dev] = self._run_chunk(
                 start.index_select(0, sel_dev), batches.index_select(0, sel_dev.to(batches.device)).to(self.device),
                 steps[sel].tolist(), lr[sel_dev], None if wd is None else wd[sel_dev], segments, generator)
             for group, (rows, chunk_state) in zip(groups, chunk_states):

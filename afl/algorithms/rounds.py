@@ -22,6 +22,7 @@ Communication is counted from what is sent: ``down`` and ``up`` model-sized vect
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -86,6 +87,7 @@ class Drift:
     scale: float = 1.0
     pull: float = 0.0
     gradient_at: str | None = None
+    graph_safe: ClassVar[bool] = True     # pure: its calls may be replayed from CUDA graphs (afl.graphs)
 
     def __call__(self, t: int, w: Tensor, d: Tensor, w0: Tensor, state: dict[str, Tensor]) -> Tensor:
         if "direction_sum" in state:

@@ -29,6 +29,7 @@ class Dataset:
     train_groups: Tensor | None = None      # (N,) int64 natural client id (Shakespeare role, CelebA celebrity)
     test_groups: Tensor | None = None       # same ids for the test samples (per-client evaluation)
     info: dict = field(default_factory=dict)  # provenance: files + md5, vocabulary, group names, notes
+    _constants: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def device(self) -> torch.device:
@@ -53,15 +54,26 @@ class Dataset:
         if self.mean is None:
             return x.long()
         shape = (1, -1) + (1,) * (x.dim() - 2)
-        mean = torch.tensor(self.mean, dtype=torch.float32, device=x.device).view(shape)
-        std = torch.tensor(self.std, dtype=torch.float32, device=x.device).view(shape)
-        return (x.float() / 255.0 - mean) / std
+        return (x.float() / 255.0 - self._constant("mean", x.device).view(shape)) / self._constant("std", x.device).view(shape)
 
     def pad_value(self, x: Tensor) -> float | Tensor:
         """The value of a black pixel in ``x``'s space (0 for uint8, ``-mean/std`` per channel for float)."""
         if x.dtype == torch.uint8 or self.mean is None:
             return 0.0
-        return -torch.tensor(self.mean, device=x.device) / torch.tensor(self.std, device=x.device)
+        return self._constant("pad", x.device)
+
+    def _constant(self, name: str, device: torch.device) -> Tensor:
+        """``mean``, ``std`` (float32) or ``pad`` (``-mean / std``) as a tensor on ``device``, made once per device:
+        a tensor built from Python numbers is a host-to-device copy at every mini-batch on a GPU, which a CUDA graph
+        cannot record (:mod:`afl.graphs`)."""
+        key = (name, str(device))
+        if key not in self._constants:
+            if name == "pad":
+                value = -torch.tensor(self.mean, device=device) / torch.tensor(self.std, device=device)
+            else:
+                value = torch.tensor(getattr(self, name), dtype=torch.float32, device=device)
+            self._constants[key] = value
+        return self._constants[key]
 
     def apply_augment(self, x: Tensor, noise: Tensor) -> Tensor:
         """Apply this dataset's training augmentation (``self.augment``) to a batch ``x`` (B, C, H, W), with

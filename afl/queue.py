@@ -1,0 +1,289 @@
+"""The GPU queue: the paper-scale runs only a GPU can do, as a committed, ordered list of exact ``afl repro``
+invocations, each sized to finish inside one call of a lent GPU machine (at most 10 minutes; we plan 9).
+
+A GPU comes now and then, for about 15 minutes, on a machine that starts bare. So nothing is prepared there:
+the invocations, their data and their estimates are ready here, and a visit runs them.
+
+* ``afl queue`` lists the entries: invocation, client steps (computed from the experiment's setting), minutes on an
+  H100 (client steps over the rate in :data:`RATES`, which says where each rate comes from) and status (done when
+  its result is committed under ``results/``).
+* ``afl queue pack`` writes the datasets the entries need, xz-compressed, into ``.gpu/data`` (git-ignored), small
+  enough to travel with the working tree (the CIFAR-10 copy: 56 MB as it is, 18 MB packed; a device call carries at
+  most 64 MiB with the tree).
+* ``afl queue run`` (on the GPU machine) unpacks them (MD5-checked against the registry), checks the machine,
+  refuses an entry that cannot finish in the minutes left, runs it with checkpoints every minute, stops it cleanly
+  at the deadline, and leaves one ``<entry>.tar.gz`` per entry in the output folder (results, and checkpoints
+  where the run stopped midway and they are small enough to come back), then prints what to commit. Given that
+  archive back (``--resume-from``) a stopped entry goes on from its checkpoints.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ParameterError, check, check_real
+
+#: the repository root (entries' results are committed under results/ there)
+REPO = Path(__file__).resolve().parent.parent
+#: where ``afl queue pack`` writes the datasets that travel to the GPU machine (git-ignored)
+PACK = REPO / ".gpu" / "data"
+#: minutes a visit keeps for unpacking, start-up and packing the results, beside the runs themselves
+OVERHEAD_MIN = 0.75
+#: a file larger than this does not come back from a device call; such checkpoints stay behind
+RETURN_BYTES = 16 << 20
+
+#: H100 client-steps/s by (model, clients per engine call), end to end (server steps, evaluations and Python
+#: included), each with where it comes from. An entry's minutes are its client steps over its rate.
+RATES = {
+    ("cnn-cifar", 10): (1500.0, "assumed, not measured: a tenth-width call of the 3,100 client-steps/s measured "
+                                "for cnn-cifar at 100-400 clients on an H100 (issue 41), launch-bound"),
+    ("cnn-cifar", 50): (3100.0, "assumed, not measured: the 3,100 client-steps/s measured for cnn-cifar at 100-400 "
+                                "clients on an H100 (issue 41)"),
+    ("char-lstm", 160): (1940.0, "measured: GHBM's Shakespeare grid, 16 runs as one fleet, 800,000 client steps in "
+                                 "413 s on an H100 (results/ghbm-shakespeare-250-rounds-h100)"),
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One invocation: ``afl repro <experiment> <args>`` on the GPU, written to ``results/<dest>``; ``datasets``:
+    what it loads; ``width``: clients per engine call (the rate's key); ``waits_for``: why it cannot run yet."""
+
+    name: str
+    experiment: str
+    args: tuple
+    dest: str
+    model: str
+    width: int
+    datasets: tuple
+    note: str = ""
+    waits_for: str = ""
+    sets: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def argv(self) -> list[str]:
+        return ["repro", self.experiment, *self.args, "--device", "cuda"]
+
+    def client_steps(self) -> int:
+        """Client steps of the whole invocation, from the experiment's setting."""
+        from .repro import ghbm
+        overrides = {k: v for k, v in self.sets.items() if k != "seeds"}
+        cfg = ghbm.setting(self.experiment, quick=False, **overrides)
+        seeds = self.sets.get("seeds", cfg.seeds)
+        per_run = {m: cfg.rounds * cfg.local_steps * (cfg.clients if m == "fedcm-full" else cfg.per_round)
+                   for m in cfg.methods}
+        return sum(per_run.values()) * len(cfg.splits) * seeds
+
+    def rate(self, rates: dict | None = None) -> tuple[float, str]:
+        rates = rates or RATES
+        key = (self.model, self.width)
+        check(key in rates, "rates", key, "a rate for every entry's (model, clients per call): " + ", ".join(
+            map(str, rates)))
+        return rates[key]
+
+    def minutes(self, rates: dict | None = None) -> float:
+        return self.client_steps() / self.rate(rates)[0] / 60
+
+    def result(self) -> Path:
+        return REPO / "results" / self.dest / f"{self.experiment}.json"
+
+    def status(self) -> str:
+        if self.result().is_file():
+            return "done"
+        return f"waits for {self.waits_for}" if self.waits_for else "pending"
+
+
+def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str = "", **sets) -> Entry:
+    args = []
+    seeds = sets.pop("seeds", 1)
+    for k, v in sets.items():
+        args += ["--set", f"{k}={','.join(v) if isinstance(v, tuple) else v}"]
+    dataset = sets.get("dataset", "cifar10-jpeg")
+    model = {"cifar10-jpeg": "cnn-cifar", "shakespeare": "char-lstm"}[dataset]
+    return Entry(name, "ghbm-table2", ("--seeds", str(seeds), *args), dest, model, width, (dataset,), note,
+                 waits_for, sets | {"seeds": seeds})
+
+
+#: The queue, in the order it runs (issue 41): GHBM's CIFAR-10 headline row first (alpha = 0, one seed, the paper's
+#: 20,000 rounds; one method per entry so that each fits one call), then the rest.
+HEADLINE = ("fedavg", "fedcm", "ghbm", "localghbm", "fedhbm")
+QUEUE: list[Entry] = [
+    _ghbm("ghbm-cifar10-noniid-headline-2000-rounds", "ghbm-cifar10-2000-rounds", width=50,
+          note="REDUCED: a tenth of the paper's 20,000 rounds; the headline row's five methods as one fleet",
+          splits=("noniid",), methods=HEADLINE, rounds=2000, eval_every=20),
+    *[_ghbm(f"ghbm-cifar10-noniid-{m}", f"ghbm-cifar10-paper/{m}", note="GHBM Table 8, CIFAR-10 column, non-IID",
+            splits=("noniid",), methods=(m,), eval_every=20)
+      for m in ("fedavg", "fedhbm", "fedcm", "ghbm", "localghbm")],
+    _ghbm("ghbm-shakespeare-paper-federation", "ghbm-shakespeare-paper", width=160, dataset="shakespeare",
+          eval_every=10, note="GHBM Table 2, Shakespeare column, 16 methods x 2 splits",
+          waits_for="issue 39 (the paper's Shakespeare federation: 100 roles of 2,000 windows)"),
+]
+
+
+def find(name: str) -> Entry:
+    for e in QUEUE:
+        if e.name == name:
+            return e
+    raise ParameterError("entry", name, "one of " + ", ".join(e.name for e in QUEUE))
+
+
+def listing(rates: dict | None = None) -> list[dict]:
+    """Every entry as a dict: the command, client steps, minutes on an H100 and the rate's basis, status."""
+    rows = []
+    for e in QUEUE:
+        rate, basis = e.rate(rates)
+        rows.append({"name": e.name, "command": "afl " + " ".join(e.argv), "dest": f"results/{e.dest}",
+                     "datasets": list(e.datasets), "client_steps": e.client_steps(), "clients_per_call": e.width,
+                     "minutes": round(e.minutes(rates), 2), "rate": rate, "rate_basis": basis,
+                     "status": e.status(), "note": e.note})
+    return rows
+
+
+def next_entries(minutes: float, rates: dict | None = None) -> list[Entry]:
+    """The pending entries, in queue order, that fit one after the other into ``minutes`` (after the visit's
+    overhead); the first pending entry that does not fit stops the list (the queue's order is kept)."""
+    left, out = minutes - OVERHEAD_MIN, []
+    for e in QUEUE:
+        if e.status() != "pending":
+            continue
+        need = e.minutes(rates)
+        if need > left:
+            break
+        out.append(e)
+        left -= need
+    return out
+
+
+# -- data that travels ----------------------------------------------------------------------------------------------
+def _md5(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def pack(datasets, dest: Path = PACK, root=None) -> list[Path]:
+    """Each file of ``datasets`` (verified where afl finds it) as ``dest/<relative path>.xz``; a file already packed
+    from the same content is kept. Returns the packed files."""
+    from .data.files import locate
+    out = []
+    for name in dict.fromkeys(datasets):
+        found = locate(name, root=root, download=False)
+        for rel, md5 in found.md5.items():
+            target = dest / f"{rel}.xz"
+            stamp = target.with_name(target.name + ".md5")
+            if not (target.is_file() and stamp.is_file() and stamp.read_text().strip() == md5):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(found.path(rel), "rb") as src, lzma.open(target, "wb", preset=9) as xz:
+                    shutil.copyfileobj(src, xz, 1 << 20)
+                stamp.write_text(md5 + "\n")
+            out.append(target)
+    return out
+
+
+def unpack(src: Path, dest: Path) -> Path:
+    """Every ``*.xz`` under ``src`` decompressed to the same relative path under ``dest``, its MD5 checked against
+    the one recorded when it was packed; returns ``dest`` (a data root for ``AFL_DATA``)."""
+    src, dest = Path(src), Path(dest)
+    files = sorted(src.rglob("*.xz"))
+    check(bool(files), "--pack", str(src), "a folder written by 'afl queue pack' (it holds no *.xz file)")
+    for xz in files:
+        rel = xz.relative_to(src).with_suffix("")
+        want = xz.with_name(xz.name + ".md5").read_text().strip()
+        target = dest / rel
+        if not (target.is_file() and _md5(target) == want):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with lzma.open(xz, "rb") as f, open(target, "wb") as out:
+                shutil.copyfileobj(f, out, 1 << 20)
+            got = _md5(target)
+            if got != want:
+                raise ParameterError("--pack", str(xz), f"a packed file whose content has MD5 {want} (it unpacked "
+                                     f"to {got}: the pack is corrupt; pack it again)")
+    return dest
+
+
+# -- a visit ------------------------------------------------------------------------------------------------------
+def machine(device: str) -> str:
+    """What the entries will run on; a :class:`ParameterError` where that is not a GPU (unless ``device`` is cpu,
+    for tests)."""
+    import torch
+    if device == "cpu":
+        return "cpu (a test of the queue, not a paper-scale run)"
+    check(torch.cuda.is_available(), "device", device, "a machine with a CUDA GPU (this one has none: the queue's "
+          "entries are the runs a CPU cannot do)")
+    props = torch.cuda.get_device_properties(0)
+    return f"{props.name}, {props.total_memory / 2**30:.0f} GiB, torch {torch.__version__}"
+
+
+def run(entry: Entry, minutes: float, out: Path, device: str = "cuda", resume_from: Path | None = None,
+        rates: dict | None = None, work: Path | None = None, argv: list[str] | None = None,
+        env: dict | None = None, overhead_min: float = OVERHEAD_MIN, allow_partial: bool = False) -> dict:
+    """Run ``entry`` within ``minutes`` of wall time; refuse it if its estimate does not fit. Leaves
+    ``out/<entry>.tar.gz`` (the result files, and the checkpoints of a run stopped midway where each is small
+    enough to come back) and returns what happened. ``argv``: run this instead of the entry's command (tests);
+    ``overhead_min``: minutes kept for the rest of the visit (half of it after the deadline, to stop and pack);
+    ``allow_partial``: start it even so, to stop at the deadline and go on from its checkpoints in a later call
+    (on the same warm machine, or from the archive where its checkpoints are small enough to come back)."""
+    check_real("minutes", minutes, 0, strict_low=True)
+    machine(device)
+    need = entry.minutes(rates)
+    if need + overhead_min > minutes and not allow_partial:
+        raise ParameterError("--minutes", minutes, f"at least {need + overhead_min:.1f} for entry {entry.name} "
+                             f"({entry.client_steps():,} client steps at {entry.rate(rates)[0]:,.0f} client-steps/s: "
+                             f"{entry.rate(rates)[1]}; plus {overhead_min} for the visit); it was not started")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(work or Path(os.environ.get("TMPDIR", "/tmp")) / "afl-queue") / entry.name
+    if resume_from is not None:
+        work.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(resume_from) as tar:
+            tar.extractall(work, filter="data")
+    command = [sys.executable, "-m", "afl.cli", *(argv or entry.argv), "--out", str(work)]
+    deadline = time.monotonic() + minutes * 60 - overhead_min * 60 / 2
+    t0 = time.monotonic()
+    env = {**os.environ, "AFL_CHECKPOINT_EVERY": "60", **(env or {})}
+    proc = subprocess.Popen(command, env=env)
+    try:
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        stopped = False
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)          # afl repro saves what it has and names the resume command
+        try:
+            code = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+        stopped = True
+    seconds = time.monotonic() - t0
+    finished = code == 0 and (work / f"{entry.experiment}.json").is_file()
+    archive = out / f"{entry.name}.tar.gz"
+    left_behind = []
+    with tarfile.open(archive, "w:gz") as tar:
+        for p in sorted(work.rglob("*")):
+            if not p.is_file():
+                continue
+            if p.suffix == ".ckpt" and (finished or p.stat().st_size > RETURN_BYTES):
+                if not finished:
+                    left_behind.append(f"{p.name} ({p.stat().st_size / 1e6:.0f} MB)")
+                continue
+            tar.add(p, arcname=str(p.relative_to(work)))
+    return {"entry": entry.name, "finished": finished, "stopped_at_deadline": stopped, "exit_code": code,
+            "seconds": round(seconds, 1), "estimated_minutes": round(need, 2), "archive": str(archive),
+            "archive_mb": round(archive.stat().st_size / 1e6, 2), "checkpoints_left_behind": left_behind,
+            "commit": (f"mkdir -p results/{entry.dest} && tar xzf {archive.name} -C results/{entry.dest} "
+                       f"--exclude='*.checkpoints' --exclude='*.partial.jsonl'" if finished else
+                       f"afl queue run {entry.name} --resume-from {archive.name} (in a later call)")}
+
+
+__all__ = ["QUEUE", "RATES", "Entry", "find", "listing", "next_entries", "pack", "unpack", "machine", "run"]

@@ -1,0 +1,107 @@
+"""The GPU queue (afl.queue), on the CPU: its entries and estimates, the data that travels, a refused entry, a tiny
+entry run to its archive, and an entry stopped at its deadline that goes on from its archive."""
+import json
+import subprocess
+import sys
+import tarfile
+
+import pytest
+import torch
+
+from afl import queue
+from afl.errors import ParameterError
+from afl.repro import ghbm
+
+FAST = {(e.model, e.width): (1e12, "test") for e in queue.QUEUE}
+
+
+def test_entries_are_exact_invocations_with_steps_from_their_settings():
+    rows = {r["name"]: r for r in queue.listing()}
+    fedavg = rows["ghbm-cifar10-noniid-fedavg"]
+    cfg = ghbm.setting("ghbm-table2", quick=False)
+    assert fedavg["client_steps"] == cfg.rounds * cfg.per_round * cfg.local_steps == 1_600_000
+    assert fedavg["command"].startswith("afl repro ghbm-table2 --seeds 1 ") and "--device cuda" in fedavg["command"]
+    rate, basis = queue.RATES[("cnn-cifar", 10)]
+    assert fedavg["minutes"] == pytest.approx(1_600_000 / rate / 60, abs=0.01) and fedavg["rate_basis"] == basis
+    shakespeare = rows["ghbm-shakespeare-paper-federation"]
+    assert shakespeare["status"].startswith("waits for issue 39")
+    # 15 methods x 10 clients and FedCM-full's 100, 250 rounds of 20 steps, two splits
+    assert shakespeare["client_steps"] == (15 * 10 + 100) * 250 * 20 * 2
+    headline = rows["ghbm-cifar10-noniid-headline-2000-rounds"]
+    assert headline["client_steps"] == 5 * 2000 * cfg.per_round * cfg.local_steps     # a tenth of the rounds, 5 runs
+    assert [e.name for e in queue.next_entries(10_000)][:2] == ["ghbm-cifar10-noniid-headline-2000-rounds",
+                                                                 "ghbm-cifar10-noniid-fedavg"]
+    assert queue.next_entries(1.0) == []
+
+
+def test_the_cli_lists_the_queue_as_json():
+    out = subprocess.run([sys.executable, "-m", "afl.cli", "queue", "--json"], capture_output=True, text=True,
+                         check=True).stdout
+    assert {r["name"] for r in json.loads(out)} == {e.name for e in queue.QUEUE}
+
+
+def test_an_entry_that_cannot_finish_in_the_time_left_is_refused(tmp_path):
+    entry = queue.find("ghbm-cifar10-noniid-fedavg")
+    with pytest.raises(ParameterError, match=r"--minutes=5.*ghbm-cifar10-noniid-fedavg.*not started"):
+        queue.run(entry, 5, tmp_path / "out", device="cpu")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ParameterError, match="entry='nope'"):
+        queue.find("nope")
+
+
+def test_packed_data_unpacks_to_the_same_files_and_a_corrupt_pack_is_refused(tmp_path):
+    files = queue.pack(["shakespeare"], tmp_path / "pack")
+    assert [f.name for f in files] == ["raw_data.txt.xz"]
+    root = queue.unpack(tmp_path / "pack", tmp_path / "data")
+    from afl.data.files import locate
+    assert locate("shakespeare", root=root, download=False, fresh=True).root == root
+    (tmp_path / "pack" / "shakespeare" / "raw_data.txt.xz.md5").write_text("0" * 32 + "\n")
+    (root / "shakespeare" / "raw_data.txt").unlink()
+    with pytest.raises(ParameterError, match="--pack=.*corrupt"):
+        queue.unpack(tmp_path / "pack", tmp_path / "data")
+    with pytest.raises(ParameterError, match="--pack"):
+        queue.unpack(tmp_path / "empty", tmp_path / "data")
+
+
+def tiny(rounds, out_args=()):
+    """A GHBM run small enough for the CPU (Fashion-MNIST, 10 clients, 2 a round, one local step)."""
+    return ["repro", "ghbm-table2", "--seeds", "1", "--set", "dataset=fashion-mnist", "--set", "methods=fedavg",
+            "--set", "splits=noniid", "--set", f"rounds={rounds}", "--set", "eval_every=1", "--set", "last=1",
+            "--set", "clients=10", "--set", "participation=0.2", "--set", "local_steps=1", "--set", "batch=8",
+            "--device", "cpu", *out_args]
+
+
+@pytest.mark.slow
+def test_a_tiny_entry_runs_to_its_archive(tmp_path):
+    entry = queue.find("ghbm-cifar10-noniid-fedavg")
+    report = queue.run(entry, 5, tmp_path / "out", device="cpu", rates=FAST, work=tmp_path / "work",
+                       argv=tiny(3), overhead_min=0)
+    assert report["finished"] and not report["stopped_at_deadline"] and report["exit_code"] == 0
+    with tarfile.open(report["archive"]) as tar:
+        names = set(tar.getnames())
+    assert {"ghbm-table2.json", "ghbm-table2.md", "ghbm-table2.png"} <= names
+    assert not any(n.endswith(".ckpt") for n in names)
+    assert "tar xzf ghbm-cifar10-noniid-fedavg.tar.gz -C results/ghbm-cifar10-paper/fedavg" in report["commit"]
+
+
+def saved_round(archive, tmp):
+    with tarfile.open(archive) as tar:
+        ckpts = [m for m in tar.getmembers() if m.name.endswith(".ckpt")]
+        assert len(ckpts) == 1, tar.getnames()
+        tar.extract(ckpts[0], tmp, filter="data")
+    return torch.load(tmp / ckpts[0].name, weights_only=False)["state"]["round"]
+
+
+@pytest.mark.slow
+def test_an_entry_stopped_at_its_deadline_goes_on_from_its_archive(tmp_path):
+    """A run far longer than the call is stopped cleanly and its checkpoint comes back; given back, the next call
+    goes on from it: in a shorter call it gets past where the first stopped, which a fresh start could not."""
+    entry = queue.find("ghbm-cifar10-noniid-fedavg")
+    args = dict(device="cpu", rates=FAST, argv=tiny(100_000), overhead_min=0, env={"AFL_CHECKPOINT_EVERY": "0"})
+    first = queue.run(entry, 0.4, tmp_path / "out1", work=tmp_path / "work1", **args)
+    assert first["stopped_at_deadline"] and not first["finished"]
+    r1 = saved_round(first["archive"], tmp_path / "x1")
+    assert r1 > 0
+    second = queue.run(entry, 0.2, tmp_path / "out2", work=tmp_path / "work2", resume_from=first["archive"], **args)
+    assert second["stopped_at_deadline"]
+    assert saved_round(second["archive"], tmp_path / "x2") > r1

@@ -1,0 +1,205 @@
+"""One visit of a lent GPU machine, as one command (issue 41): what a visit measures and runs, prepared here.
+
+    PYTHONPATH=$PWD python3 tools/gpu_visit.py --out $OUT --minutes 9.3        (carry: .gpu)
+
+In order, each step within its share of ``--minutes`` of wall time:
+1. unpack the datasets carried in ``.gpu/data`` (``afl queue pack``), MD5-checked;
+2. the CUDA tests of the engine and its recorded graphs (``tests/test_graphs.py``, ``tests/test_engine.py``);
+3. ``afl bench local-sgd`` on cnn-cifar and resnet20, calls of 10 to 400 clients, float32 and bf16, graphs off and
+   on (one JSON line each; the card in every line), and a kernel profile of one call;
+4. a probe of the queue's first entries' end-to-end rate: GHBM's CIFAR-10 protocol for a few hundred rounds, FedAvg
+   and FedHBM alone and as a fleet of both, which gives the rates the queue sizes its entries with;
+5. ``afl queue run`` with the minutes left and those rates.
+
+Everything lands in ``--out`` (at most 8 files come back from a device call): visit.log (the caller's tee),
+tests.log, bench.jsonl, profile.txt, rates.json (the probe's figures and the rates), queue-report.json and the
+entries' archives. ``--cpu-test`` runs every step on the CPU
+with tiny settings (to check the script, not to measure anything).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def log(msg: str) -> None:
+    print(f"[visit {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def tests(out: Path, seconds: float, cpu: bool) -> bool:
+    """The recorded graphs' tests (they gate the graphs: if one fails, the rest of the visit runs with
+    ``AFL_CUDA_GRAPHS=0``), then the engine's other CUDA tests; both logs in tests.log."""
+    suites = [["tests/test_graphs.py"], ["tests/test_engine.py", "tests/test_fleet.py", "-k", "cuda or gpu"]]
+    codes = []
+    with open(out / "tests.log", "w") as f:
+        for select in suites[:1] if cpu else suites:
+            cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *select]
+            f.write(f"$ {' '.join(cmd)}\n")
+            f.flush()
+            try:
+                codes.append(subprocess.run(cmd, cwd=REPO, stdout=f, stderr=subprocess.STDOUT,
+                                            timeout=seconds / 2).returncode)
+            except subprocess.TimeoutExpired:
+                codes.append("timeout")
+    log(f"tests: exit codes {codes} (graphs, engine): {(out / 'tests.log').read_text().strip().splitlines()[-1:]}")
+    return codes[0] == 0
+
+
+def bench(out: Path, seconds: float, cpu: bool) -> None:
+    import torch
+    from afl import graphs
+    from afl.bench import bench_local_sgd
+    device = "cpu" if cpu else "cuda"
+    card = "cpu" if cpu else torch.cuda.get_device_name(0)
+    graphs_ok = os.environ.get("AFL_CUDA_GRAPHS", "1") == "1"
+    plan = [("cnn-cifar", c, p, g, 8, False) for c in (10, 50, 100, 400)
+            for p, g in (("fp32", False), ("fp32", True), ("bf16", True))]
+    plan += [("cnn-cifar", 400, "bf16", False, 8, False), ("cnn-cifar", 400, "bf16", True, 8, True)]  # + cuDNN's tuning
+    plan += [("resnet20", 400, "fp32", False, 4, False), ("resnet20", 400, "bf16", True, 4, False)]
+    plan = [row for row in plan if graphs_ok or not row[3]]
+    if cpu:
+        plan = [("cnn-cifar", 2, "fp32", False, 2, False)]
+    t_end = time.monotonic() + seconds
+    with open(out / "bench.jsonl", "w") as f:
+        for model, clients, precision, use_graphs, steps, cudnn_bench in plan:
+            if time.monotonic() > t_end:
+                log(f"bench: out of time before {model} C={clients} {precision} graphs={use_graphs}")
+                break
+            torch.backends.cudnn.benchmark = cudnn_bench
+            t0 = time.monotonic()
+            try:
+                rows = bench_local_sgd([model], clients=clients, steps=steps, device=device, reference=False,
+                                       precision=precision, cuda_graphs=None if cpu else use_graphs)
+            except Exception as error:  # noqa: BLE001 -- one failed setting is reported, the rest still run
+                rows = [{"model": model, "clients": clients, "precision": precision, "cuda_graphs": use_graphs,
+                         "error": repr(error)[:500]}]
+            for row in rows:
+                row |= {"card": card, "seconds": round(time.monotonic() - t0, 1)}
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+                log(f"bench: {model} C={clients} {precision} graphs={row.get('cuda_graphs')} "
+                    f"cudnn.benchmark={cudnn_bench}: {row.get('engine_steps_per_s', row.get('error'))}")
+            graphs._BY_STRUCTURE.clear()          # each setting's graphs and memory go before the next
+            if not cpu:
+                torch.cuda.empty_cache()
+    torch.backends.cudnn.benchmark = False
+
+
+def profile(out: Path, cpu: bool) -> None:
+    """The kernels of one 100-client call of cnn-cifar (bf16, eager): where a step's time goes on the device."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+    from afl.bench import local_sgd_case
+    from afl.engine import LocalSGD
+    from afl.jobs import JobQueue
+    from afl.streams import ClientStreams
+    device = "cpu" if cpu else "cuda"
+    module, dataset, parts, batch = local_sgd_case("cnn-cifar", 2 if cpu else 100, device)
+    engine = LocalSGD(module, dataset, batch, precision="fp32" if cpu else "bf16", cuda_graphs=False)
+    queue = JobQueue(engine, ClientStreams(parts, batch, seed=0))
+    start = engine.model.flatten().to(engine.device)
+
+    def call():
+        jobs = [queue.submit(c, start, 2 if cpu else 8, 0.05) for c in range(len(parts))]
+        jobs[0].result()
+    call()
+    activities = [ProfilerActivity.CPU] + ([] if cpu else [ProfilerActivity.CUDA])
+    with torch_profile(activities=activities) as prof:
+        call()
+        if not cpu:
+            torch.cuda.synchronize()
+    sort = "self_cpu_time_total" if cpu else "self_cuda_time_total"
+    (out / "profile.txt").write_text(prof.key_averages().table(sort_by=sort, row_limit=30, max_name_column_width=70))
+
+
+def probe(out: Path, seconds: float, cpu: bool) -> list[dict]:
+    """GHBM's CIFAR-10 protocol (alpha = 0) for a few hundred rounds: end-to-end client-steps/s of FedAvg and FedHBM
+    alone (10 clients a call) and of the headline's five methods as one fleet (50), the rates the queue's entries
+    are sized with."""
+    import torch
+    from afl.repro import ghbm
+    from afl.repro.runner import run_tasks
+    rounds = 2 if cpu else 200
+    cfg = ghbm.setting("ghbm-table2", quick=False, rounds=rounds, eval_every=1 if cpu else 20, last=1 if cpu else 20,
+                       seeds=1, splits=("noniid",), test_samples=500 if cpu else None)
+    device = "cpu" if cpu else "cuda"
+    data = ghbm.load_task(cfg, device=device)
+    measured = {}
+    from afl.queue import HEADLINE
+    for label, methods in (("fedavg", ["fedavg"]), ("fedhbm", ["fedhbm"]), ("fleet", list(HEADLINE))):
+        tasks = [(m, lambda m=m: ghbm.compute_run(cfg, "noniid", m, None, 0, dataset=data, device=device))
+                 for m in methods]
+        t0 = time.perf_counter()
+        outcomes = run_tasks(tasks, fleet=True)
+        if not cpu:
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+        steps = sum(o.value["computed_client_steps"] for o in outcomes if o.ok)
+        errors = [repr(o.error)[:300] for o in outcomes if not o.ok]
+        measured[label] = {"methods": methods, "rounds": rounds, "seconds": round(wall, 2), "client_steps": steps,
+                           "client_steps_per_s": round(steps / wall, 1), "errors": errors}
+        log(f"probe: {label}: {measured[label]}")
+    card = "cpu" if cpu else torch.cuda.get_device_name(0)
+    single = min(measured["fedavg"]["client_steps_per_s"], measured["fedhbm"]["client_steps_per_s"])
+    rates = [{"model": "cnn-cifar", "clients": 10, "rate": single,
+              "basis": f"measured in a visit on {card}: GHBM's CIFAR-10 protocol, {rounds} rounds end to end, the "
+                       f"slower of FedAvg and FedHBM alone (tools/gpu_visit.py)"},
+             {"model": "cnn-cifar", "clients": 50, "rate": measured["fleet"]["client_steps_per_s"],
+              "basis": f"measured in a visit on {card}: the headline's five methods as one fleet, {rounds} rounds"}]
+    (out / "rates.json").write_text(json.dumps({"rates": rates, "probe": measured}, indent=1))
+    return rates
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--minutes", type=float, default=9.3, help="wall minutes of the whole visit")
+    p.add_argument("--bench-minutes", type=float, default=1.75)
+    p.add_argument("--cpu-test", action="store_true", help="every step on the CPU, tiny (checks the script)")
+    p.add_argument("--skip", nargs="*", default=[], choices=["tests", "bench", "profile", "probe", "queue"])
+    args = p.parse_args(argv)
+    t_end = time.monotonic() + args.minutes * 60
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("AFL_CACHE", "/tmp/afl-cache")
+    pack = REPO / ".gpu" / "data"
+    if pack.is_dir():
+        from afl.queue import unpack
+        os.environ["AFL_DATA"] = str(unpack(pack, Path("/tmp/afl-data")))
+        log(f"data unpacked and checked: {os.environ['AFL_DATA']}")
+    if "tests" not in args.skip and not tests(out, 150, args.cpu_test):
+        os.environ["AFL_CUDA_GRAPHS"] = "0"
+        log("the graphs' tests failed: the rest of this visit runs with AFL_CUDA_GRAPHS=0")
+    if "bench" not in args.skip:
+        bench(out, args.bench_minutes * 60, args.cpu_test)
+    if "profile" not in args.skip:
+        try:
+            profile(out, args.cpu_test)
+            log("profile: written")
+        except Exception as error:  # noqa: BLE001
+            log(f"profile failed: {error!r}")
+    rates_file = None
+    if "probe" not in args.skip:
+        probe(out, 90, args.cpu_test)
+        rates_file = out / "rates.json"
+    if "queue" in args.skip or args.cpu_test:
+        return 0
+    left = (t_end - time.monotonic()) / 60
+    log(f"queue: {left:.1f} minutes left")
+    cmd = [sys.executable, "-m", "afl.cli", "queue", "run", "--minutes", f"{left:.2f}", "--out", str(out),
+           "--allow-partial"]
+    if rates_file is not None:
+        cmd += ["--rates", str(rates_file)]
+    return subprocess.run(cmd, cwd=REPO).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
