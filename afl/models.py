@@ -52,6 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from afl.conv import Conv2d
 from afl.errors import ParameterError, check, check_choice, check_int, check_real
 
 __all__ = [
@@ -121,8 +122,8 @@ class TwoConvNet(nn.Module):
         s = _conv_out(s, 5) // 2
         check(s >= 1, "image_size", image_size, "at least 16 pixels for two conv5x5 + pool stages")
         self.flat_features = c2 * s * s
-        self.conv1 = nn.Conv2d(in_channels, c1, kernel_size=5)
-        self.conv2 = nn.Conv2d(c1, c2, kernel_size=5)
+        self.conv1 = Conv2d(in_channels, c1, kernel_size=5)
+        self.conv2 = Conv2d(c1, c2, kernel_size=5)
         self.fc1 = nn.Linear(self.flat_features, hidden[0])
         self.fc2 = nn.Linear(hidden[0], hidden[1])
         self.fc3 = nn.Linear(hidden[1], num_classes)
@@ -163,7 +164,7 @@ class CelebaCNN(nn.Module):
         self.flat_features = channels * s * s
         pad = 1 if variant == "leaf" else 2
         self.convs = nn.ModuleList(
-            nn.Conv2d(in_channels if i == 0 else channels, channels, 3, 1, pad) for i in range(4))
+            Conv2d(in_channels if i == 0 else channels, channels, 3, 1, pad) for i in range(4))
         if variant == "leaf":
             self.norms = nn.ModuleList(nn.GroupNorm(norm_groups, channels) for _ in range(4))
         else:
@@ -197,16 +198,16 @@ class BasicBlock(nn.Module):
 
     def __init__(self, cin: int, cout: int, stride: int, shortcut: str, groups: int):
         super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.conv1 = Conv2d(cin, cout, 3, stride, 1, bias=False)
         self.norm1 = nn.GroupNorm(groups, cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.conv2 = Conv2d(cout, cout, 3, 1, 1, bias=False)
         self.norm2 = nn.GroupNorm(groups, cout)
         self.reshape = stride != 1 or cin != cout
         self.option = shortcut
         self.stride = stride
         self.pad = cout - cin
         if self.reshape and shortcut == "B":
-            self.down_conv = nn.Conv2d(cin, cout, 1, stride, bias=False)
+            self.down_conv = Conv2d(cin, cout, 1, stride, bias=False)
             self.down_norm = nn.GroupNorm(groups, cout)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -235,9 +236,9 @@ class ResNet(nn.Module):
         self.stem = stem
         w0 = widths[0]
         if stem == "cifar":
-            self.conv1 = nn.Conv2d(in_channels, w0, 3, 1, 1, bias=False)
+            self.conv1 = Conv2d(in_channels, w0, 3, 1, 1, bias=False)
         else:
-            self.conv1 = nn.Conv2d(in_channels, w0, 7, 2, 3, bias=False)
+            self.conv1 = Conv2d(in_channels, w0, 7, 2, 3, bias=False)
         self.norm1 = nn.GroupNorm(groups, w0)
         cin = w0
         for i, (n, w) in enumerate(zip(blocks, widths), start=1):

@@ -30,10 +30,11 @@ class Counting:
 
 def engine_pair(make, data, device="cpu", **kw):
     """The same engine twice: one replaying recorded calls (emulated on a CPU), one eager; each step call holds the
-    clients of every hook group, as on a GPU."""
+    clients of every hook group, as on a GPU (whose chunk is kept small: these tiny models would plan chunks of
+    hundreds of thousands of clients)."""
     graphs = CallGraphs(torch.device(device), emulate=device == "cpu", **kw)
-    engines = (LocalSGD(make(), data, batch_size=8, cuda_graphs=graphs),
-               LocalSGD(make(), data, batch_size=8, cuda_graphs=False))
+    engines = (LocalSGD(make(), data, batch_size=8, cuda_graphs=graphs, max_bytes=256 << 20),
+               LocalSGD(make(), data, batch_size=8, cuda_graphs=False, max_bytes=256 << 20))
     for e in engines:
         e.mix_groups = True
     return (*engines, graphs)
@@ -194,9 +195,12 @@ def test_cuda_graph_replays_equal_eager_calls(make, data):
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_cuda_graphs_record_the_cifar_cnn_with_augmentation(precision):
-    """cnn-cifar on CIFAR-shaped data with crop-and-flip augmentation, in both precisions: the replayed call equals
-    the eager one (float32: to float tolerance, as cuDNN may pick other kernels)."""
+def test_cuda_graphs_record_the_cifar_cnn_with_augmentation(precision, monkeypatch):
+    """cnn-cifar on CIFAR-shaped data with crop-and-flip augmentation, in both precisions: the replayed call's update
+    equals the eager one's to rounding (relative to the update's size: under a recorded graph cuDNN may pick other
+    kernels, and a max-pool near-tie routes a gradient elsewhere; float32 without TF32 convolutions here). Values
+    baked into the graph would put it off by the whole update."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     from afl.models import build_model
     g = torch.Generator().manual_seed(0)
     x = torch.randn(256, 3, 32, 32, generator=g)
@@ -211,7 +215,8 @@ def test_cuda_graphs_record_the_cifar_cnn_with_augmentation(precision):
         start = FlatModel(build_model("cnn-cifar", seed=0)).flatten().cuda() + 0.01 * torch.randn(6, P, generator=gen).cuda()
         idx = torch.randint(0, 256, (6, 3, 16), generator=gen)
         batches = torch.stack([idx, torch.randint(0, 1 << 31, idx.shape, generator=gen)], -1).cuda()
-        outs = [e.run(start, batches, [3] * 6, 0.05, 1e-3) for e in engines]
-        torch.testing.assert_close(outs[0], outs[1], rtol=1e-3 if precision == "bf16" else 1e-4, atol=1e-5)
+        outs = [e.run(start, batches, [3] * 6, 0.05 + 0.01 * seed, 1e-3) for e in engines]
+        gap = float((outs[0] - outs[1]).norm() / (outs[1] - start).norm())
+        assert gap < (5e-2 if precision == "bf16" else 1e-3), (seed, gap)
     assert graphs.failed is None, graphs.failed
     assert graphs.replays == 1
