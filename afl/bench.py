@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import conv
 from .data import load_dataset
 from .engine import PRECISIONS, LocalSGD, sgd_step_flops
 from .errors import check_choice, check_int
@@ -168,6 +169,7 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
             "model": name, "dataset": SETTINGS[name][0], "device": str(dev), "strategy": engine.strategy.name,
             "precision": precision, "chunk": engine.chunk, "memory_basis": engine.memory_basis,
             "cuda_graphs": _graphs_used(engine), "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            "conv_weight_gradient": "matmul" if dev.type in conv.MATMUL_WEIGHT_GRADIENT else "cudnn",
             "bytes_per_client": engine.bytes_per_client,
             "threads": torch.get_num_threads(),
             "clients": clients, "steps": steps, "batch": batch,

@@ -127,7 +127,7 @@ def _queue(args) -> int:
     from pathlib import Path
     from . import queue
     if args.action == "pack":
-        datasets = args.datasets or sorted({d for e in queue.QUEUE if e.status() == "pending" for d in e.datasets})
+        datasets = args.datasets or sorted({d for e in queue.QUEUE if e.status() != "done" for d in e.datasets})
         files = queue.pack(datasets, Path(args.to), root=args.root)
         size = sum(f.stat().st_size for f in files)
         print(f"packed {', '.join(datasets)}: {len(files)} file(s), {size / 1e6:.1f} MB in {args.to} "
@@ -145,8 +145,8 @@ def _queue(args) -> int:
             print(json.dumps(rows, indent=1))
             return 0
         for r in rows:
-            print(f"{r['name']:<36} {r['status']:<10.10} {r['minutes']:7.1f} min  {r['client_steps']:>11,} client steps"
-                  f"  {r['command']}")
+            print(f"{r['name']}: {r['minutes']:.1f} min, {r['client_steps']:,} client steps, largest checkpoint "
+                  f"{r['checkpoint_mb'] or '?'} MB\n    {r['command']}\n    {r['status']}")
         print(f"\nminutes: on one H100, client steps over these rates (client-steps/s):")
         for (model, width), (rate, basis) in (rates or queue.RATES).items():
             print(f"  {model} at {width} clients a call: {rate:,.0f} ({basis})")
@@ -160,8 +160,8 @@ def _queue(args) -> int:
         env["AFL_DATA"] = str(root)
         print(f"afl queue: data unpacked into {root}, MD5s checked", flush=True)
     entries = [queue.find(n) for n in args.entries] if args.entries else queue.next_entries(args.minutes, rates)
-    if not entries and args.allow_partial:
-        entries = [e for e in queue.QUEUE if e.status() == "pending"][:1]
+    if not entries and args.allow_partial:       # the next that goes on over several calls from carried checkpoints
+        entries = [e for e in queue.QUEUE if e.status(rates) == "pending"][:1]
     if not entries:
         raise ParameterError("--minutes", args.minutes, "time for at least the next pending entry: "
                              + "; ".join(f"{r['name']} needs {r['minutes'] + queue.OVERHEAD_MIN:.1f}"
@@ -170,9 +170,9 @@ def _queue(args) -> int:
     for entry in entries:
         left = (t_end - time.monotonic()) / 60
         print(f"afl queue: {entry.name}: {' '.join(entry.argv)} ({left:.1f} minutes left)", flush=True)
+        resume = Path(args.resume_from) if args.resume_from else queue.carry(entry)
         reports.append(queue.run(entry, left, Path(args.out), device=args.device, rates=rates, env=env,
-                                 resume_from=Path(args.resume_from) if args.resume_from else None,
-                                 allow_partial=args.allow_partial))
+                                 resume_from=resume if resume.is_file() else None, allow_partial=args.allow_partial))
         print(json.dumps(reports[-1]), flush=True)
     (Path(args.out) / "queue-report.json").write_text(json.dumps(reports, indent=1))
     for r in reports:
@@ -326,7 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--device", default="cuda", help="run: cuda (cpu only to test the queue)")
     q.add_argument("--pack", default=None, metavar="DIR", help="run: unpack this 'afl queue pack' folder first")
     q.add_argument("--data-root", default="/tmp/afl-data", help="run: where --pack is unpacked (default: %(default)s)")
-    q.add_argument("--resume-from", default=None, metavar="TAR", help="run: the archive a stopped entry left")
+    q.add_argument("--resume-from", default=None, metavar="TAR", help="run: the archive a stopped entry left (default: its committed one in "
+                                                   "results/gpu-queue-carry/, if any)")
     q.add_argument("--allow-partial", action="store_true",
                    help="run: where no entry fits the minutes left, start the next one anyway, to stop at the "
                         "deadline with its checkpoints and go on in a later call")

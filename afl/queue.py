@@ -41,17 +41,30 @@ PACK = REPO / ".gpu" / "data"
 OVERHEAD_MIN = 0.75
 #: a file larger than this does not come back from a device call; such checkpoints stay behind
 RETURN_BYTES = 16 << 20
+#: where the archive of an entry stopped midway is committed, for the next visit to go on from (``carry(entry)``)
+CARRY = REPO / "results" / "gpu-queue-carry"
+
+#: minutes of one device call that an entry may plan for (a call lasts at most 10)
+CALL_MINUTES = 9.0
+#: where this module's measured figures come from
+VISIT = "results/gpu-visit-h100-2026-11-26"
 
 #: H100 client-steps/s by (model, clients per engine call), end to end (server steps, evaluations and Python
 #: included), each with where it comes from. An entry's minutes are its client steps over its rate.
 RATES = {
-    ("cnn-cifar", 10): (1500.0, "assumed, not measured: a tenth-width call of the 3,100 client-steps/s measured "
-                                "for cnn-cifar at 100-400 clients on an H100 (issue 41), launch-bound"),
-    ("cnn-cifar", 50): (3100.0, "assumed, not measured: the 3,100 client-steps/s measured for cnn-cifar at 100-400 "
-                                "clients on an H100 (issue 41)"),
+    ("cnn-cifar", 10): (1203.0, f"measured on an H100 (torch 2.11, no CUDA graphs): GHBM's CIFAR-10 protocol for 200 "
+                                f"rounds, FedHBM alone (FedAvg alone: 1,342; tools/gpu_visit.py, {VISIT})"),
+    ("cnn-cifar", 50): (2374.0, "measured on an H100 (torch 2.11, no CUDA graphs): the headline's five methods as one "
+                                "fleet for 2,000 rounds, 800,000 client steps in 337 s (results/ghbm-cifar10-2000-rounds)"),
     ("char-lstm", 160): (1940.0, "measured: GHBM's Shakespeare grid, 16 runs as one fleet, 800,000 client steps in "
                                  "413 s on an H100 (results/ghbm-shakespeare-250-rounds-h100)"),
 }
+
+#: MB of one run's checkpoint by (model, method), measured on the CPU at round 11 of GHBM's CIFAR-10 protocol
+#: (AFL_CHECKPOINT_EVERY=0): the server's state, and LocalGHBM's and FedHBM's anchor for each of the 100 clients.
+#: A file over 16 MiB does not come back from a device call, so such a run must end within the calls of one visit.
+CHECKPOINT_MB = {("cnn-cifar", "fedavg"): 6.7, ("cnn-cifar", "fedcm"): 9.9, ("cnn-cifar", "ghbm"): 38.7,
+                 ("cnn-cifar", "localghbm"): 325.9, ("cnn-cifar", "fedhbm"): 325.9}
 
 
 @dataclass(frozen=True)
@@ -94,13 +107,30 @@ class Entry:
     def minutes(self, rates: dict | None = None) -> float:
         return self.client_steps() / self.rate(rates)[0] / 60
 
+    def checkpoint_mb(self) -> float | None:
+        """The largest checkpoint of one of its runs (:data:`CHECKPOINT_MB`; None: not measured)."""
+        sizes = [CHECKPOINT_MB.get((self.model, m)) for m in self.sets.get("methods", ())]
+        return None if not sizes or None in sizes else max(sizes)
+
+    def carried(self) -> bool:
+        """Whether its runs' checkpoints can come back from a call (so it can go on over several visits)."""
+        mb = self.checkpoint_mb()
+        return mb is not None and mb * 1e6 <= RETURN_BYTES
+
     def result(self) -> Path:
         return REPO / "results" / self.dest / f"{self.experiment}.json"
 
-    def status(self) -> str:
+    def status(self, rates: dict | None = None) -> str:
+        """``done`` (its result is committed), ``waits for ...``, ``pending`` (fits one call, or goes on over several
+        from carried checkpoints) or ``needs a faster engine`` (longer than a call, checkpoints too big to carry)."""
         if self.result().is_file():
             return "done"
-        return f"waits for {self.waits_for}" if self.waits_for else "pending"
+        if self.waits_for:
+            return f"waits for {self.waits_for}"
+        if self.minutes(rates) > CALL_MINUTES and not self.carried():
+            return (f"needs a faster engine: {self.minutes(rates):.0f} minutes > a call's {CALL_MINUTES:.0f}, and a "
+                    f"{self.checkpoint_mb()} MB checkpoint cannot come back")
+        return "pending"
 
 
 def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str = "", **sets) -> Entry:
@@ -130,6 +160,11 @@ QUEUE: list[Entry] = [
 ]
 
 
+def carry(entry: Entry) -> Path:
+    """The committed archive an entry stopped midway left (:data:`CARRY`); a run goes on from it if it exists."""
+    return CARRY / f"{entry.name}.tar.gz"
+
+
 def find(name: str) -> Entry:
     for e in QUEUE:
         if e.name == name:
@@ -145,7 +180,7 @@ def listing(rates: dict | None = None) -> list[dict]:
         rows.append({"name": e.name, "command": "afl " + " ".join(e.argv), "dest": f"results/{e.dest}",
                      "datasets": list(e.datasets), "client_steps": e.client_steps(), "clients_per_call": e.width,
                      "minutes": round(e.minutes(rates), 2), "rate": rate, "rate_basis": basis,
-                     "status": e.status(), "note": e.note})
+                     "checkpoint_mb": e.checkpoint_mb(), "status": e.status(rates), "note": e.note})
     return rows
 
 
@@ -154,7 +189,7 @@ def next_entries(minutes: float, rates: dict | None = None) -> list[Entry]:
     overhead); the first pending entry that does not fit stops the list (the queue's order is kept)."""
     left, out = minutes - OVERHEAD_MIN, []
     for e in QUEUE:
-        if e.status() != "pending":
+        if e.status(rates) != "pending":
             continue
         need = e.minutes(rates)
         if need > left:
@@ -282,8 +317,11 @@ def run(entry: Entry, minutes: float, out: Path, device: str = "cuda", resume_fr
             "seconds": round(seconds, 1), "estimated_minutes": round(need, 2), "archive": str(archive),
             "archive_mb": round(archive.stat().st_size / 1e6, 2), "checkpoints_left_behind": left_behind,
             "commit": (f"mkdir -p results/{entry.dest} && tar xzf {archive.name} -C results/{entry.dest} "
-                       f"--exclude='*.checkpoints' --exclude='*.partial.jsonl'" if finished else
-                       f"afl queue run {entry.name} --resume-from {archive.name} (in a later call)")}
+                       f"--exclude='*.checkpoints' --exclude='*.partial.jsonl' && git rm -q --ignore-unmatch "
+                       f"{carry(entry).relative_to(REPO)}" if finished else
+                       f"cp {archive.name} {carry(entry).relative_to(REPO)} (the next visit goes on from it)"
+                       if not left_behind else "nothing: its checkpoints cannot come back; in the next call of this "
+                       f"visit, 'afl queue run {entry.name}' goes on from those left on the machine")}
 
 
 __all__ = ["QUEUE", "RATES", "Entry", "find", "listing", "next_entries", "pack", "unpack", "machine", "run"]

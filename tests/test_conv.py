@@ -1,5 +1,9 @@
 """afl.conv.Conv2d: its weight gradient as a matmul gives the gradients of nn.Conv2d, per client under vmap, for
-every convolutional model of the zoo (float64: equal to rounding; bf16 autocast: as close to float32 as cuDNN's)."""
+every convolutional model of the zoo (float64: equal to rounding; bf16 autocast: as close to float32 as cuDNN's);
+AFL_CONV_WEIGHT_GRADIENT is checked."""
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch.func import functional_call, vmap
@@ -31,7 +35,6 @@ def per_client_gradients(model, x, y, params, matmul: bool, device: str, autocas
     finally:
         conv._MatmulWeightGradient.backward = staticmethod(backward)
         conv.MATMUL_WEIGHT_GRADIENT.discard(device)
-        conv.MATMUL_WEIGHT_GRADIENT.add("cuda")
 
 
 def case(name, kw, shape, dtype, device, k=3, B=4):
@@ -79,3 +82,15 @@ def test_without_gradients_and_on_other_devices_it_is_nn_conv2d():
     finally:
         conv.MATMUL_WEIGHT_GRADIENT.discard("cpu")
     assert type(model.conv1(x[0]).grad_fn).__name__ == "ConvolutionBackward0"      # a CPU: nn.Conv2d's own
+
+
+def test_the_environment_switch_is_checked_and_off_by_default():
+    assert conv.MATMUL_WEIGHT_GRADIENT == set()
+    code = "import afl.conv as c; print(sorted(c.MATMUL_WEIGHT_GRADIENT))"
+    for value, want in (("matmul", "['cuda']"), ("cudnn", "[]")):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={"AFL_CONV_WEIGHT_GRADIENT": value, "PATH": ""})
+        assert out.stdout.strip() == want
+    bad = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"AFL_CONV_WEIGHT_GRADIENT": "fast", "PATH": ""})
+    assert "AFL_CONV_WEIGHT_GRADIENT='fast'" in bad.stderr

@@ -15,7 +15,7 @@ from afl.repro import ghbm
 FAST = {(e.model, e.width): (1e12, "test") for e in queue.QUEUE}
 
 
-def test_entries_are_exact_invocations_with_steps_from_their_settings():
+def test_entries_are_exact_invocations_with_steps_from_their_settings(monkeypatch, tmp_path):
     rows = {r["name"]: r for r in queue.listing()}
     fedavg = rows["ghbm-cifar10-noniid-fedavg"]
     cfg = ghbm.setting("ghbm-table2", quick=False)
@@ -29,9 +29,15 @@ def test_entries_are_exact_invocations_with_steps_from_their_settings():
     assert shakespeare["client_steps"] == (15 * 10 + 100) * 250 * 20 * 2
     headline = rows["ghbm-cifar10-noniid-headline-2000-rounds"]
     assert headline["client_steps"] == 5 * 2000 * cfg.per_round * cfg.local_steps     # a tenth of the rounds, 5 runs
-    assert [e.name for e in queue.next_entries(10_000)][:2] == ["ghbm-cifar10-noniid-headline-2000-rounds",
-                                                                 "ghbm-cifar10-noniid-fedavg"]
-    assert queue.next_entries(1.0) == []
+    monkeypatch.setattr(queue.Entry, "result", lambda self: tmp_path / "not-committed.json")
+    names = [e.name for e in queue.next_entries(10_000, FAST)]
+    assert names[:2] == ["ghbm-cifar10-noniid-headline-2000-rounds", "ghbm-cifar10-noniid-fedavg"]
+    assert "ghbm-shakespeare-paper-federation" not in names                      # it waits for issue 39
+    assert queue.next_entries(0.5, FAST) == []                                   # less than the visit's overhead
+    slow = {key: (1000.0, "slow") for key in FAST}                               # 27 minutes an entry
+    assert queue.find("ghbm-cifar10-noniid-fedavg").status(slow) == "pending"    # goes on from a 6.7 MB checkpoint
+    assert queue.find("ghbm-cifar10-noniid-fedhbm").status(slow).startswith("needs a faster engine")
+    assert queue.next_entries(20, slow) == []
 
 
 def test_the_cli_lists_the_queue_as_json():

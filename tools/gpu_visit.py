@@ -5,8 +5,9 @@
 In order, each step within its share of ``--minutes`` of wall time:
 1. unpack the datasets carried in ``.gpu/data`` (``afl queue pack``), MD5-checked;
 2. the CUDA tests of the engine and its recorded graphs (``tests/test_graphs.py``, ``tests/test_engine.py``);
-3. ``afl bench local-sgd`` on cnn-cifar and resnet20, calls of 10 to 400 clients, float32 and bf16, graphs off and
-   on (one JSON line each; the card in every line), and a kernel profile of one call;
+3. ``tools/conv_wgrad_probe.py`` (the ways to compute a grouped convolution's weight gradient, alone), then
+   ``afl bench local-sgd`` on cnn-cifar and resnet20, calls of 10 to 400 clients, float32 and bf16, graphs off and
+   on (one JSON line each, in bench.jsonl; the card in every line), and a kernel profile of one call;
 4. a probe of the queue's first entries' end-to-end rate: GHBM's CIFAR-10 protocol for a few hundred rounds, FedAvg
    and FedHBM alone and as a fleet of both, which gives the rates the queue sizes its entries with;
 5. ``afl queue run`` with the minutes left and those rates.
@@ -28,6 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
 
 
 def log(msg: str) -> None:
@@ -59,21 +61,33 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
     from afl.bench import bench_local_sgd
     device = "cpu" if cpu else "cuda"
     card = "cpu" if cpu else torch.cuda.get_device_name(0)
+    from afl import conv
     graphs_ok = os.environ.get("AFL_CUDA_GRAPHS", "1") == "1"
-    plan = [("cnn-cifar", c, p, g, 8, False) for c in (10, 50, 100, 400)
-            for p, g in (("fp32", False), ("fp32", True), ("bf16", True))]
-    plan += [("cnn-cifar", 400, "bf16", False, 8, False), ("cnn-cifar", 400, "bf16", True, 8, True)]  # + cuDNN's tuning
-    plan += [("resnet20", 400, "fp32", False, 4, False), ("resnet20", 400, "bf16", True, 4, False)]
+    # (model, clients, precision, graphs, steps, cuDNN's own tuning, weight gradient)
+    plan = [("cnn-cifar", c, p, g, 8, False, w) for c in (10, 100, 400)
+            for p, g, w in (("fp32", False, "cudnn"), ("fp32", True, "cudnn"), ("bf16", True, "cudnn"),
+                            ("fp32", False, "matmul"), ("bf16", True, "matmul"))]
+    plan += [("resnet20", 400, p, g, 4, False, w) for p, g, w in (("fp32", False, "cudnn"), ("bf16", True, "cudnn"),
+                                                                  ("bf16", True, "matmul"))]
+    plan += [("cnn-cifar", 400, "bf16", True, 8, True, "cudnn")]
     plan = [row for row in plan if graphs_ok or not row[3]]
     if cpu:
-        plan = [("cnn-cifar", 2, "fp32", False, 2, False)]
+        plan = [("cnn-cifar", 2, "fp32", False, 2, False, "cudnn")]
     t_end = time.monotonic() + seconds
     with open(out / "bench.jsonl", "w") as f:
-        for model, clients, precision, use_graphs, steps, cudnn_bench in plan:
+        from conv_wgrad_probe import probe as wgrad_probe
+        for k in (2,) if cpu else (10, 100, 400):
+            for row in wgrad_probe(k, torch.device(device)):
+                f.write(json.dumps(row | {"probe": "conv weight gradient", "card": card}) + "\n")
+                log(f"wgrad: {row}")
+        for model, clients, precision, use_graphs, steps, cudnn_bench, wgrad in plan:
             if time.monotonic() > t_end:
                 log(f"bench: out of time before {model} C={clients} {precision} graphs={use_graphs}")
                 break
             torch.backends.cudnn.benchmark = cudnn_bench
+            conv.MATMUL_WEIGHT_GRADIENT.clear()
+            if wgrad == "matmul":
+                conv.MATMUL_WEIGHT_GRADIENT.add(device)
             t0 = time.monotonic()
             try:
                 rows = bench_local_sgd([model], clients=clients, steps=steps, device=device, reference=False,
@@ -85,12 +99,14 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
                 row |= {"card": card, "seconds": round(time.monotonic() - t0, 1)}
                 f.write(json.dumps(row) + "\n")
                 f.flush()
-                log(f"bench: {model} C={clients} {precision} graphs={row.get('cuda_graphs')} "
+                log(f"bench: {model} C={clients} {precision} graphs={row.get('cuda_graphs')} weight gradient={wgrad} "
                     f"cudnn.benchmark={cudnn_bench}: {row.get('engine_steps_per_s', row.get('error'))}")
             graphs._BY_STRUCTURE.clear()          # each setting's graphs and memory go before the next
             if not cpu:
                 torch.cuda.empty_cache()
     torch.backends.cudnn.benchmark = False
+    conv.MATMUL_WEIGHT_GRADIENT.clear()
+    conv.MATMUL_WEIGHT_GRADIENT.update(conv._matmul_devices())
 
 
 def profile(out: Path, cpu: bool) -> None:
