@@ -12,7 +12,9 @@ What a round boundary holds (:func:`afl.sim.schedule.simulate_rounds`): the roun
 timeline, and :meth:`afl.algorithms.base.Learner.snapshot` -- the learner's data (server model, momenta, past
 models, the client store), its history (evaluations, counters, wall time so far) and its job queue's generators
 (mini-batch streams). A checkpoint carries the identity of its run (algorithm, settings, seed, federation); one
-of another run is refused, never resumed. Files are pickles written by afl (``torch.save``): load only your own.
+of another run is refused, never resumed. Files are written by ``torch.save`` and read with ``weights_only=True``:
+besides tensors and plain values, the unpickler builds only the classes a checkpoint holds (:func:`safe_globals`),
+so a planted file cannot run code when it is loaded (``tests/test_checkpoint.py``).
 """
 from __future__ import annotations
 
@@ -26,6 +28,25 @@ from .errors import ParameterError, check_real, env_number
 
 #: seconds of wall time between two checkpoints of a run, unless told otherwise (``AFL_CHECKPOINT_EVERY``)
 EVERY_S = 600.0
+
+
+def safe_globals() -> list:
+    """What a checkpoint holds besides tensors and plain values: afl's round sampler, timeline, contacts and client
+    store, ``OrderedDict`` and ``bytes``, and numpy's random generators and arrays (as numpy pickles them)."""
+    from collections import OrderedDict
+
+    import numpy as np
+
+    from .algorithms.state import ClientState
+    from .sim.schedule import Contact, RoundSampler
+    from .sim.timeline import Interval, Timeline
+    rng = np.random.default_rng(0)
+    return [RoundSampler, Timeline, Interval, Contact, ClientState, OrderedDict, bytes,
+            rng.__reduce__()[0], rng.bit_generator.__reduce__()[0], type(rng.bit_generator),
+            np.random.SeedSequence, rng.bit_generator.seed_seq.__reduce__()[0],
+            np.zeros(1).__reduce__()[0], np.ndarray, np.dtype,
+            *{type(np.dtype(t)) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                          "uint64", "float16", "float32", "float64")}]
 
 
 def every_s() -> float:
@@ -50,7 +71,8 @@ class RunCheckpoint:
         if not self.path.is_file():
             return None
         try:
-            saved = torch.load(self.path, map_location=device, weights_only=False)
+            with torch.serialization.safe_globals(safe_globals()):
+                saved = torch.load(self.path, map_location=device, weights_only=True)
         except Exception as error:  # noqa: BLE001 -- any unreadable file is reported the same way
             raise ParameterError("checkpoint", str(self.path), f"a checkpoint written by afl (unreadable: {error}); "
                                  "delete it to start the run over") from None
@@ -80,4 +102,4 @@ class RunCheckpoint:
         self.path.with_name(self.path.name + ".part").unlink(missing_ok=True)
 
 
-__all__ = ["EVERY_S", "every_s", "RunCheckpoint"]
+__all__ = ["EVERY_S", "every_s", "safe_globals", "RunCheckpoint"]

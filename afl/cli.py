@@ -113,10 +113,16 @@ def _repro(args) -> None:
         out = replot(args.experiment, args.out)
     else:
         from .fleet import ray_address
-        out = run_experiment(args.experiment, quick=args.quick, seeds=args.seeds, out=args.out, root=args.root,
+        overrides = dict(_override(text) for text in args.overrides)
+        seeds = args.seeds
+        if "seeds" in overrides:                   # --set seeds=N is --seeds N
+            if seeds is not None and overrides["seeds"] != seeds:
+                raise ParameterError("--set seeds", overrides["seeds"], f"the value of --seeds ({seeds}), or one of the two")
+            seeds = overrides.pop("seeds")
+        out = run_experiment(args.experiment, quick=args.quick, seeds=seeds, out=args.out, root=args.root,
                              device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
                              fleet_size=args.fleet_size, ray=ray_address(args.ray), processes=args.processes,
-                             **dict(_override(text) for text in args.overrides))
+                             **overrides)
     print(report(json.loads(out[0].read_text()), per_run=False))
     print()
     for p in out:

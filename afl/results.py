@@ -48,22 +48,16 @@ class PartialRuns:
         self.path, self.key = Path(path), key
 
     def load(self) -> list[dict]:
-        """The saved runs of this setting. A last line cut off by an interruption is skipped with a warning;
-        runs of another setting raise a :class:`ParameterError` (discard them with ``fresh``)."""
-        if not self.path.is_file():
-            return []
-        runs, lines = [], self.path.read_text().splitlines()
-        for i, line in enumerate(lines):
-            try:
-                run = json.loads(line)
-            except ValueError:
-                if i == len(lines) - 1:
-                    warnings.warn(f"afl: {self.path}: the last line was cut off (an interrupted write); "
-                                  "that run is computed again", stacklevel=2)
-                    continue
-                raise ParameterError("partial file", str(self.path), "JSON lines written by afl "
-                                     f"(line {i + 1} is damaged); rerun with --fresh to discard it") from None
-            if run.get("setting_key") != self.key:
+        """The saved runs of this setting. A damaged line (cut off by an interrupted write, or JSON that is not a
+        run) is skipped with a warning that names it, and that run is computed again; runs of another setting raise
+        a :class:`ParameterError` (discard them with ``fresh``)."""
+        runs = []
+        for i, run in self._lines():
+            if run is None:
+                warnings.warn(f"afl: {self.path}, line {i + 1}: not a saved run (an interrupted write, or an edit); "
+                              "skipped, that run is computed again", stacklevel=2)
+                continue
+            if run["setting_key"] != self.key:
                 raise ParameterError("partial file", str(self.path),
                                      "runs of the setting being run, but it holds runs of another setting; rerun "
                                      "with --fresh to discard them, or write elsewhere with --out")
@@ -71,17 +65,35 @@ class PartialRuns:
         return runs
 
     def append(self, run: dict) -> None:
-        with open(self.path, "a") as f:
-            f.write(json.dumps(run | {"setting_key": self.key}) + "\n")
+        """Add a finished run as one line, on a line of its own even after a cut-off one, flushed to the disk."""
+        line = (json.dumps(run | {"setting_key": self.key}) + "\n").encode()
+        with open(self.path, "a+b") as f:
+            if f.seek(0, os.SEEK_END) > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    line = b"\n" + line
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
 
     def discard(self) -> None:
         self.path.unlink(missing_ok=True)
 
-    def count(self) -> int:
-        """Runs saved so far (complete lines)."""
+    def _lines(self):
+        """``(index, run)`` for each non-blank line; ``run`` is None where the line is not a saved run."""
         if not self.path.is_file():
-            return 0
-        return sum(1 for line in self.path.read_text().splitlines() if line.endswith("}"))
+            return
+        for i, line in enumerate(self.path.read_text().splitlines()):
+            if line.strip():
+                try:
+                    run = json.loads(line)
+                except ValueError:
+                    run = None
+                yield i, run if isinstance(run, dict) and "setting_key" in run else None
+
+    def count(self) -> int:
+        """Runs saved so far (readable lines, of any setting)."""
+        return sum(run is not None for _, run in self._lines())
 
 
 def progress_bar(total: int, enabled: bool = True, **kwargs):

@@ -2,12 +2,13 @@
 run that never stopped, for every method on synchronous rounds (each keeps other state: momenta, past models,
 control variates, the client store, MIME's full-batch gradients)."""
 import json
+import pathlib
 
 import pytest
 import torch
 
 from afl.algorithms import get, run_algorithm
-from afl.checkpoint import every_s
+from afl.checkpoint import RunCheckpoint, every_s
 from afl.cli import main
 from afl.errors import ParameterError, RunsFailed
 from afl.repro import ghbm as repro_ghbm
@@ -183,3 +184,21 @@ def test_a_bad_checkpoint_interval_names_the_variable(text, monkeypatch):
     monkeypatch.setenv("AFL_CHECKPOINT_EVERY", text)
     with pytest.raises(ParameterError, match="AFL_CHECKPOINT_EVERY"):
         every_s()
+
+
+class _Planted:
+    """Unpickled by plain ``pickle``, this creates a file: what a planted checkpoint could run."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
+
+
+def test_a_planted_checkpoint_runs_nothing(tmp_path):
+    marker, path = tmp_path / "ran", tmp_path / "run.ckpt"
+    torch.save({"identity": {"algorithm": "fedavg"}, "state": _Planted(marker)}, path)
+    with pytest.raises(ParameterError, match="run.ckpt.*unreadable"):
+        RunCheckpoint(path, {"algorithm": "fedavg"}).load()
+    assert not marker.exists()

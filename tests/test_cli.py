@@ -5,6 +5,7 @@ import os
 import pytest
 
 from afl.cli import build_parser, main
+from afl.errors import ParameterError
 from afl.models import build_model, count_parameters
 
 
@@ -169,6 +170,89 @@ def test_saved_runs_of_another_setting_are_not_mixed_in(tiny_experiment, tmp_pat
     assert main(["repro", "favas-table2", "--out", str(out)]) == 2
     assert "--fresh" in capsys.readouterr().err and partial.read_text()    # refused, and the file kept
     assert main(["repro", "favas-table2", "--out", str(out), "--fresh"]) == 0
+
+
+def test_a_bad_setting_leaves_a_saved_result_intact(tiny_experiment, tmp_path, capsys):
+    out = tmp_path / "res"
+    assert main(["repro", "favas-table2", "--seeds", "2", "--out", str(out)]) == 0
+    saved = (out / "favas-table2.json").read_bytes()
+    for bad in ("methods=()", "splits=()", "methods=[]"):
+        assert main(["repro", "favas-table2", "--out", str(out), "--set", bad]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad.split('=')[0]}=" in err and "at least one value" in err and "Traceback" not in err
+    assert (out / "favas-table2.json").read_bytes() == saved
+
+
+def test_a_result_holding_other_runs_is_replaced_only_with_fresh(tiny_experiment, tmp_path, capsys):
+    out = tmp_path / "res"
+    assert main(["repro", "favas-table2", "--seeds", "2", "--out", str(out)]) == 0
+    saved = (out / "favas-table2.json").read_bytes()
+    for narrower in (["--seeds", "1"], ["--set", "methods=fedavg"], ["--set", "total_time=20"]):
+        assert main(["repro", "favas-table2", "--out", str(out), *narrower]) == 2
+        assert "--fresh" in capsys.readouterr().err
+        assert (out / "favas-table2.json").read_bytes() == saved          # nothing written, nothing created
+        assert not (out / "favas-table2.partial.jsonl").exists()
+    assert main(["repro", "favas-table2", "--seeds", "3", "--out", str(out)]) == 0   # holds the 4 runs, and 2 more
+    assert len(json.loads((out / "favas-table2.json").read_text())["runs"]) == 6
+    assert main(["repro", "favas-table2", "--seeds", "1", "--out", str(out), "--fresh"]) == 0
+    assert len(json.loads((out / "favas-table2.json").read_text())["runs"]) == 2
+
+
+def test_set_seeds_is_the_seeds_flag(tiny_experiment, tmp_path, capsys):
+    out = tmp_path / "res"
+    assert main(["repro", "favas-table2", "--set", "seeds=2", "--out", str(out)]) == 0
+    assert len(json.loads((out / "favas-table2.json").read_text())["runs"]) == 4
+    assert main(["repro", "favas-table2", "--seeds", "1", "--set", "seeds=2", "--out", str(tmp_path / "b")]) == 2
+    assert "--set seeds=2" in capsys.readouterr().err
+
+
+def test_a_torn_line_loses_no_run_across_two_interruptions(tiny_experiment, monkeypatch, tmp_path, capsys):
+    fr = tiny_experiment
+    real, count = fr.PartialRuns.append, [0]
+
+    def ctrl_c_after(n):
+        def append(self, run):
+            real(self, run)
+            count[0] += 1
+            if count[0] == n:
+                raise KeyboardInterrupt
+        return append
+    out = tmp_path / "res"
+    argv = ["repro", "favas-table2", "--seeds", "2", "--out", str(out), "--no-fleet"]
+    partial = out / "favas-table2.partial.jsonl"
+    monkeypatch.setattr(fr.PartialRuns, "append", ctrl_c_after(2))
+    assert main(argv) == 130
+    with open(partial, "a") as f:                       # what a write killed midway leaves: half a line
+        f.write('{"method": "fedavg", "spl')
+    monkeypatch.setattr(fr.PartialRuns, "append", ctrl_c_after(3))
+    with pytest.warns(UserWarning, match="line 3: not a saved run"):
+        assert main(argv) == 130
+    lines = partial.read_text().splitlines()
+    assert len(lines) == 4 and json.loads(lines[3])["setting_key"]      # the new run on a line of its own
+    monkeypatch.setattr(fr.PartialRuns, "append", real)
+    with pytest.warns(UserWarning, match="line 3"):
+        assert main(argv) == 0
+    result = json.loads((out / "favas-table2.json").read_text())
+    assert result["resumed_runs"] == 3 and len(result["runs"]) == 4
+    partial.write_text('[1, 2]\n{"setting_key": 5}\n')             # JSON that is not a run: skipped, no traceback
+    from afl.results import PartialRuns
+    with pytest.warns(UserWarning, match="line 1: not a saved run"):
+        with pytest.raises(ParameterError, match="another setting"):
+            PartialRuns(partial, "key").load()
+
+
+def test_a_second_command_on_one_out_is_refused_while_the_first_runs(tiny_experiment, tmp_path, capsys):
+    from afl.repro.runner import OutputLock
+    out = tmp_path / "res"
+    out.mkdir()
+    held = OutputLock(out, "favas-table2")                 # as the first command holds it while it runs
+    assert main(["repro", "favas-table2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"process {os.getpid()} is" in err and "another --out" in err
+    assert main(["repro", "favas-table2", "--out", str(out / "elsewhere")]) == 0    # another folder: free
+    held.release()
+    assert main(["repro", "favas-table2", "--out", str(out)]) == 0
+    assert not (out / ".favas-table2.lock").exists()
 
 
 # ------------------------------------------------------------------ afl data verify

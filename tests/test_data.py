@@ -6,8 +6,10 @@ import gzip
 import hashlib
 import json
 import os
+import pathlib
 import pickle
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -525,3 +527,44 @@ def test_cache_key_changes_with_content(tmp_cache):
     again = cache.arrays("t", cache.key_of("a"), lambda: built.append(1) or {"v": np.arange(3)})
     other = cache.arrays("t", cache.key_of("b"), lambda: built.append(1) or {"v": np.arange(4)})
     assert built == [1, 1] and np.array_equal(out["v"], again["v"]) and len(other["v"]) == 4
+
+
+def test_a_changed_byte_with_its_mtime_restored_is_caught(tmp_path, tmp_cache):
+    """The memo also keys on the inode's ctime, which a write changes and no user can set back."""
+    arrays, sums = make_idx_root(tmp_path)
+    load_dataset("mnist", root=tmp_path, checksums=sums)
+    f = tmp_path / "MNIST" / "raw" / "t10k-labels-idx1-ubyte.gz"
+    st = f.stat()
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 0xFF                                      # same size, another content
+    time.sleep(0.01)
+    f.write_bytes(bytes(data))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))      # mtime restored
+    assert f.stat().st_mtime_ns == st.st_mtime_ns and f.stat().st_size == st.st_size
+    with pytest.raises(ChecksumError, match="t10k-labels"):
+        load_dataset("mnist", root=tmp_path, checksums=sums)
+
+
+class _Planted:
+    """A pickled object that, unpickled by plain ``pickle``, creates a file (what a planted file could do)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
+
+
+def test_a_planted_cifar_pickle_runs_nothing(tmp_path):
+    from afl.data.vision import _unpickle
+    marker = tmp_path / "ran"
+    bad = tmp_path / "data_batch_1"
+    bad.write_bytes(pickle.dumps({b"data": _Planted(marker)}, protocol=2))
+    with pytest.raises(ParameterError, match="file=.*data_batch_1.*CIFAR python data file"):
+        _unpickle(bad)
+    assert not marker.exists()
+    good = tmp_path / "test_batch"                       # what a real CIFAR file holds loads as before
+    want = {b"data": np.arange(12, dtype=np.uint8).reshape(2, 6), b"labels": [3, 1], b"batch_label": b"x"}
+    good.write_bytes(pickle.dumps(want, protocol=2))
+    got = _unpickle(good)
+    assert np.array_equal(got[b"data"], want[b"data"]) and got[b"labels"] == [3, 1]

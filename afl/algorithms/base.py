@@ -216,12 +216,13 @@ class Learner:
             if not _is_data(value):
                 raise TypeError(f"{type(self).__name__}.{name} ({type(value).__name__}) is neither data nor a "
                                 "function: a checkpoint cannot hold it")
-            data[name] = value
+            data[name] = {_DEQUE: list(value), "maxlen": value.maxlen} if isinstance(value, deque) else value
         return dict(learner=data, history=self.history.state_dict(), queue=self.queue.state_dict())
 
     def restore(self, snapshot: dict, now: float) -> None:
         """Go on from a :meth:`snapshot`, at simulated time ``now``."""
-        vars(self).update(snapshot["learner"])
+        vars(self).update({name: deque(v[_DEQUE], maxlen=v["maxlen"]) if isinstance(v, dict) and _DEQUE in v else v
+                           for name, v in snapshot["learner"].items()})
         self.queue.load_state_dict(snapshot["queue"])
         self.history.load_state_dict(snapshot["history"], now)
 
@@ -242,6 +243,11 @@ class Learner:
         c["bytes_up"] += round(uploads * up_messages * self.message_bytes())
         c["bytes_down"] += round((len(contacts) if downloads is None else downloads) * down_messages
                                  * self.message_bytes())
+
+
+#: a deque in a snapshot is a list under this key (a checkpoint is read with torch.load(weights_only=True),
+#: whose unpickler builds lists, not deques)
+_DEQUE = "__deque__"
 
 
 def _is_data(value) -> bool:

@@ -40,16 +40,17 @@ def _load_memo() -> dict:
     return _memo
 
 
-def md5_memo_get(path: str, size: int, mtime_ns: int) -> str | None:
+def md5_memo_get(path: str, size: int, stamp: str) -> str | None:
+    """The memoised MD5 of ``path`` if its size and ``stamp`` (the file's times) are those it was computed at."""
     entry = _load_memo().get(path)
-    if entry and entry[0] == size and entry[1] == mtime_ns:
+    if entry and entry[0] == size and entry[1] == stamp:
         return entry[2]
     return None
 
 
-def md5_memo_put(path: str, size: int, mtime_ns: int, md5: str) -> None:
+def md5_memo_put(path: str, size: int, stamp: str, md5: str) -> None:
     memo = _load_memo()
-    memo[path] = [size, mtime_ns, md5]
+    memo[path] = [size, stamp, md5]
     f = cache_dir() / "md5.json"
     try:
         f.parent.mkdir(parents=True, exist_ok=True)

@@ -57,12 +57,14 @@ def download_allowed(download: bool | None) -> bool:
 
 
 def md5sum(path: Path, chunk: int = 1 << 20, fresh: bool = False) -> str:
-    """MD5 of a file, memoised in the cache by (absolute path, size, mtime_ns) to make loading fast;
-    ``fresh=True`` always reads the file (a verification must: size and mtime can be restored)."""
+    """MD5 of a file, memoised in the cache by (absolute path, size, mtime_ns, ctime_ns) to make loading fast: a
+    write changes the inode's ctime, which no user can set back (an mtime can be restored, ``os.utime``);
+    ``fresh=True`` always reads the file (``afl data verify``)."""
     path = Path(path)
     st = path.stat()
     key = os.path.abspath(path)
-    hit = None if fresh else cache.md5_memo_get(key, st.st_size, st.st_mtime_ns)
+    stamp = f"{st.st_mtime_ns}:{st.st_ctime_ns}"
+    hit = None if fresh else cache.md5_memo_get(key, st.st_size, stamp)
     if hit is not None:
         return hit
     h = hashlib.md5()
@@ -70,7 +72,7 @@ def md5sum(path: Path, chunk: int = 1 << 20, fresh: bool = False) -> str:
         while block := f.read(chunk):
             h.update(block)
     digest = h.hexdigest()
-    cache.md5_memo_put(key, st.st_size, st.st_mtime_ns, digest)
+    cache.md5_memo_put(key, st.st_size, stamp, digest)
     return digest
 
 

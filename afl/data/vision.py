@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from afl.errors import ParameterError
+
 _IDX_MAGIC = {2049: 1, 2051: 3}  # labels: 1 dim, images: 3 dims (big-endian header, uint8 data)
 
 
@@ -38,9 +40,30 @@ def load_idx(located, folder: str) -> dict[str, np.ndarray]:
     return out
 
 
+class _ArraysOnly(pickle.Unpickler):
+    """Unpickles what the CIFAR python files hold (dicts, lists, bytes and numpy arrays) and nothing else: any other
+    global a file names is refused, so a planted file cannot run code (``pickle.load`` would call what it names)."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a CIFAR data file")
+        import codecs
+        return {"_reconstruct": np.zeros(1).__reduce__()[0], "ndarray": np.ndarray, "dtype": np.dtype,
+                "encode": codecs.encode}[name]
+
+
 def _unpickle(path: Path) -> dict:
-    with open(path, "rb") as f:
-        return pickle.load(f, encoding="bytes")
+    """A CIFAR python file's dict, read by :class:`_ArraysOnly`; a :class:`ParameterError` naming the file if it is
+    not one."""
+    try:
+        with open(path, "rb") as f:
+            return _ArraysOnly(f, encoding="bytes").load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as error:
+        raise ParameterError("file", str(path), f"a CIFAR python data file (it could not be read as one: {error})"
+                             ) from None
 
 
 def _cifar_images(d: dict) -> np.ndarray:

@@ -28,6 +28,7 @@ mislead: the figures show whole curves).
 """
 from __future__ import annotations
 
+import json
 import os
 from collections import deque
 from dataclasses import dataclass, fields, replace
@@ -553,7 +554,7 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     """Compute a GHBM experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png`` (saved as runs end,
     resumed, reused, fleet or Ray, as every ``afl repro``)."""
     if experiment == "ghbm-quadratic":
-        return run_quadratic(out=out, quick=quick, **overrides)
+        return run_quadratic(out=out, quick=quick, fresh=fresh, **overrides)
     cfg = setting(experiment, quick=quick, **overrides)
     dev = resolve_device(device)
     every_s()                    # a bad AFL_CHECKPOINT_EVERY is an error before anything runs
@@ -753,6 +754,10 @@ class QuadraticSetting:
         check_real("round_lr", self.round_lr, 0, 1 / self.L, strict_low=True, hint="0 < round_lr <= 1/L")
         check_real("beta", self.beta, 0, 1, strict_high=True)
         check_int("rounds", self.rounds, 1)
+        check_int("dim", self.dim, 1)
+        check_real("spread", self.spread, 0)
+        check_int("seed", self.seed, 0)
+        check(len(self.steps) > 0, "steps", self.steps, "at least one number of local steps J")
         for J in self.steps:
             check_int("steps", J, 1)
 
@@ -813,14 +818,23 @@ def quadratic_run(cfg: QuadraticSetting, J: int, tau: int, per_round: int, momen
     return loss
 
 
-def run_quadratic(out="results", quick: bool = False, **overrides) -> list[Path]:
+def run_quadratic(out="results", quick: bool = False, fresh: bool = False, **overrides) -> list[Path]:
     """App. C.9 / Fig. 9: FedCM, GHBM (tau = 1/C) as run (eq. 7) and as analysed (eq. 4), and FedAvg, with cyclic
     partial participation, and FedCM with every client, for each J; exact, seconds on a CPU. ``quick`` has no
-    effect (the experiment is small)."""
+    effect (the experiment is small). A saved result of another setting in ``out`` is replaced only with
+    ``fresh``."""
     for field in overrides:
         check_choice("setting field", field, [f.name for f in fields(QuadraticSetting)])
-    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
-    cfg = replace(QuadraticSetting(), **overrides)
+    cfg = with_overrides(QuadraticSetting(), overrides)
+    saved = Path(out) / "ghbm-quadratic.json"
+    if saved.is_file() and not fresh:
+        try:
+            same = {k: v for k, v in json.loads(saved.read_text())["config"].items() if k != "tau"} == json.loads(
+                json.dumps({f.name: getattr(cfg, f.name) for f in fields(cfg)}))
+        except (ValueError, KeyError, TypeError):
+            same = False
+        check(same, "--out", str(out), "a folder whose ghbm-quadratic.json this command may replace: it holds a result "
+              "of another setting; add --fresh to replace it, or write elsewhere with --out")
     period = cfg.clients // cfg.per_round
     curves = {}
     for J in cfg.steps:

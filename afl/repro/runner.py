@@ -20,7 +20,7 @@ import torch
 
 from ..algorithms import get as get_algorithm
 from ..compress import Quantizer
-from ..errors import RunsFailed, check, check_choice, check_int
+from ..errors import ParameterError, RunsFailed, check, check_choice, check_int
 from ..fleet import DEFAULT_SIZE, run_fleet, run_in_processes, run_on_ray, run_one_by_one
 from ..results import PartialRuns, RunProgress, output_dir, setting_key
 from ..runtime import flush_denormals
@@ -130,19 +130,74 @@ def reusable_runs(path, grid: Grid) -> list[dict]:
     return [r for r in other["runs"] if grid.current(r)]
 
 
+def check_replaceable(grid: Grid, out) -> None:
+    """Refuse, before anything is computed, to replace ``OUT/<name>.json`` when it holds runs the new result would
+    not contain (another setting, or runs the new grid does not make): ``--fresh`` replaces it, ``--out`` writes
+    elsewhere. A result of the same setting whose runs are all in the new grid is replaced (they are computed again,
+    or resumed, or reused)."""
+    path = Path(out) / f"{grid.name}.json"
+    if not path.is_file():
+        return
+    try:
+        saved = json.loads(path.read_text())
+        config = {f.name: f.default for f in fields(grid.cfg) if f.default is not MISSING} | saved["config"]
+        kept = setting_key(config, grid.selection) == grid.setting_key and {
+            grid.key_of(r) for r in saved["runs"]} <= set(grid.keys)
+        held = f"{len(saved['runs'])} runs"
+    except (ValueError, KeyError, TypeError):
+        kept, held = False, "something afl cannot read as a result"
+    if not kept:
+        raise ParameterError("--out", str(out), f"a folder whose {path.name} this command may replace: it holds {held} "
+                             "that this result would not contain (another setting, or fewer runs); add --fresh to "
+                             "replace it, or write elsewhere with --out")
+
+
+class OutputLock:
+    """One ``afl repro`` of an experiment at a time in an output folder: an exclusive ``flock`` on
+    ``OUT/.<name>.lock`` (the system frees it when the process ends, however it ends), holding the holder's pid."""
+
+    def __init__(self, out: Path, name: str):
+        import fcntl
+        self.path = out / f".{name}.lock"
+        self.file = open(self.path, "a+")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "another process"
+            self.file.close()
+            raise ParameterError("--out", str(out), f"a folder no other afl command is writing {name} in (process "
+                                 f"{holder} is; wait for it to end, or use another --out)") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(str(os.getpid()))
+        self.file.flush()
+
+    def release(self) -> None:
+        if not self.file.closed:
+            self.path.unlink(missing_ok=True)
+            self.file.close()
+
+
 @dataclass
 class Execution:
     """What :func:`execute` computed and how: the runs in key order, the partial file to discard once the
-    results are written, and the record that goes into the result JSON."""
+    results are written, the record that goes into the result JSON, and the output folder's lock."""
 
     runs: list[dict]
     partial: PartialRuns
     record: dict
+    lock: OutputLock | None = None
 
     def publish(self, fields: dict, out, write: Callable[[dict, Path], list[Path]]) -> list[Path]:
-        """Write the result (the record, ``fields`` and the runs) with ``write``, then discard the partial file."""
-        paths = write(self.record | fields | {"runs": self.runs}, Path(out))
-        self.partial.discard()
+        """Write the result (the record, ``fields`` and the runs) with ``write``, then discard the partial file and
+        free the folder."""
+        try:
+            paths = write(self.record | fields | {"runs": self.runs}, Path(out))
+            self.partial.discard()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
         return paths
 
 
@@ -161,17 +216,24 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     reuse = [Path(p) for p in reuse]
     for p in reuse:
         check(p.is_file(), "reuse", str(p), "JSON results written by afl repro")
+    if not fresh:
+        check_replaceable(grid, out)
     out = output_dir(out)
-    partial = PartialRuns(out / f"{grid.name}.partial.jsonl", grid.setting_key)
-    checkpoints = out / f"{grid.name}.checkpoints"
-    if fresh:
-        partial.discard()
-        shutil.rmtree(checkpoints, ignore_errors=True)
-    resumed = [r for r in partial.load() if grid.current(r)]
-    have = {grid.key_of(r) for r in resumed}
-    reused = [r for p in reuse for r in reusable_runs(p, grid) if grid.key_of(r) not in have]
-    runs = compute(grid, done=resumed + reused, partial=partial, progress=progress, fleet=fleet, ray=ray,
-                   processes=processes, device=device, checkpoints=checkpoints)
+    lock = OutputLock(out, grid.name)
+    try:
+        partial = PartialRuns(out / f"{grid.name}.partial.jsonl", grid.setting_key)
+        checkpoints = out / f"{grid.name}.checkpoints"
+        if fresh:
+            partial.discard()
+            shutil.rmtree(checkpoints, ignore_errors=True)
+        resumed = [r for r in partial.load() if grid.current(r)]
+        have = {grid.key_of(r) for r in resumed}
+        reused = [r for p in reuse for r in reusable_runs(p, grid) if grid.key_of(r) not in have]
+        runs = compute(grid, done=resumed + reused, partial=partial, progress=progress, fleet=fleet, ray=ray,
+                       processes=processes, device=device, checkpoints=checkpoints)
+    except BaseException:
+        lock.release()
+        raise
     if checkpoints.is_dir() and not any(checkpoints.iterdir()):
         checkpoints.rmdir()
     keys = {grid.key_of(r) for r in runs}
@@ -191,7 +253,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
               "resumed_runs": len({grid.key_of(r) for r in resumed} & keys),
               "reused_runs": len({grid.key_of(r) for r in reused} & keys),
               "config": asdict(grid.cfg)}
-    return Execution([{k: v for k, v in r.items() if k != "setting_key"} for r in runs], partial, record)
+    return Execution([{k: v for k, v in r.items() if k != "setting_key"} for r in runs], partial, record, lock)
 
 
 def set_flags(overrides: dict | None) -> str:
@@ -257,10 +319,13 @@ def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | No
 
 def with_overrides(setting, overrides: dict):
     """``setting`` (a dataclass) with ``overrides`` applied; a single value given for a tuple field becomes a
-    one-element tuple (``--set splits=noniid`` means ``("noniid",)``, not its letters)."""
+    one-element tuple (``--set splits=noniid`` means ``("noniid",)``, not its letters), and a list that is not empty
+    in the setting (what to run: methods, splits, steps, ...) cannot be made empty."""
     def value(field, v):
         listed = isinstance(getattr(setting, field), (tuple, list))
-        return (v,) if listed and not isinstance(v, (tuple, list)) else v
+        if listed and isinstance(v, (tuple, list)) and not v and getattr(setting, field):
+            raise ParameterError(field, v, f"at least one value (e.g. {_text(getattr(setting, field)[:1])})")
+        return (v,) if listed and not isinstance(v, (tuple, list)) else tuple(v) if listed else v
     return replace(setting, **{k: value(k, v) for k, v in overrides.items()})
 
 
@@ -290,8 +355,11 @@ def write_files(result: dict, out, report: Callable[[dict], str], figure: Callab
     out = Path(out)
     name = result["experiment"]
     paths = [out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"]
+    writers = [lambda p: p.write_text(report(result) + "\n"), lambda p: figure(result).savefig(p, dpi=dpi)]
     if write_json:
-        paths[0].write_text(json.dumps(result, indent=1))
-    paths[1].write_text(report(result) + "\n")
-    figure(result).savefig(paths[2], dpi=dpi)
+        writers.insert(0, lambda p: p.write_text(json.dumps(result, indent=1)))
+    for path, write in zip(paths[-len(writers):], writers):      # each whole or not at all: a temporary, renamed
+        part = path.with_name(f".{path.stem}.part{path.suffix}")
+        write(part)
+        os.replace(part, path)
     return paths
