@@ -130,7 +130,9 @@ def test_exact_bit_counts_by_hand():
     assert QSGDQuantizer(4, bucket=250).bits(1000) == 4000 + 4 * 32
     assert QSGDQuantizer(8).nbytes(29282) == 29282 + 4
     assert QSGDQuantizer(2).nbytes(3) == 5                                   # 6 + 32 bits = 38 -> 5 bytes
-    assert LatticeQuantizer(14, 1e-4).bits(0) == 0
+    for q in (LatticeQuantizer(14, 1e-4), QSGDQuantizer(4)):              # a message has at least one coordinate
+        with pytest.raises(ParameterError, match="d=0"):
+            q.bits(0)
     # the encoded message of a d-vector holds exactly d codes and the counted scales
     msg = QSGDQuantizer(4, bucket=300).encode(torch.randn(2, 1000))
     assert msg.codes.shape == (2, 1000) and msg.scale.shape == (2, 4) and msg.scale.dtype == torch.float32
@@ -174,7 +176,7 @@ def test_make_quantizer_seed_is_a_default():
     (lambda: QSGDQuantizer(25), "bits", r"\[2, 24\]"),
     (lambda: QSGDQuantizer(4, bucket=0), "bucket", ">= 1"),
     (lambda: QSGDQuantizer(4, norm="l1"), "norm", "'l2'"),
-    (lambda: QSGDQuantizer(4).bits(-1), "d", ">= 0"),
+    (lambda: QSGDQuantizer(4).bits(-1), "d", ">= 1"),
     (lambda: make_quantizer("lattice:40:1e-4"), "bits", r"\[1, 32\]"),
     (lambda: make_quantizer("lattice:14:0"), "step", "> 0"),
     (lambda: make_quantizer("qsgd:4:bucket=-2"), "bucket", ">= 1"),
@@ -331,3 +333,28 @@ def test_get_builds_quantizers_from_keywords():
         assert make_quantizer(spec).spec == spec
     with pytest.raises(ParameterError, match="quantizer"):
         get("zip")
+
+
+@pytest.mark.parametrize("spec", ["identity", "lattice:14:0.0001", "qsgd:4", "sr:4", "topk:0.1", "randk:0.1", "luq:4"])
+def test_a_non_finite_input_is_refused_by_name(spec):
+    """A NaN or an infinity has no code: sent through it would poison every model it reaches."""
+    q = make_quantizer(spec)
+    x = torch.randn(50)
+    q.encode(x)                                                # finite: encoded
+    for bad in (float("nan"), float("inf")):
+        y = x.clone()
+        y[7] = bad
+        with pytest.raises(ParameterError, match=rf"{q.name} input='1 non-finite value\(s\) of 50'"):
+            q.encode(y)
+
+
+def test_per_tensor_quantizers_name_bad_shapes():
+    for name in ("scalar", "topk-mask"):
+        with pytest.raises(ParameterError, match="shapes='bogus'.*tuples of positive integers"):
+            get(name, 4 if name == "scalar" else 0.1, shapes="bogus")
+        with pytest.raises(ParameterError, match="shapes="):
+            get(name, 4 if name == "scalar" else 0.1, shapes=[(3, 0)])
+    x = torch.randn(12)
+    x[3] = float("nan")
+    with pytest.raises(ParameterError, match="input='1 non-finite"):
+        get("scalar", 4, shapes=[(3, 4)]).encode(x)

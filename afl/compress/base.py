@@ -95,7 +95,11 @@ class PerTensor:
         if shapes is None:
             raise ParameterError("shapes", None, f"the model's parameter shapes ({why}): make_quantizer(spec, "
                                  "shapes=model shapes)")
-        self.shapes = tuple(tuple(int(n) for n in s) for s in shapes)
+        try:
+            self.shapes = tuple(tuple(check_int("shapes", n, 1) for n in s) for s in shapes)
+        except (TypeError, ParameterError):
+            raise ParameterError("shapes", shapes, "the model's parameter shapes, tuples of positive integers (e.g. "
+                                 "[tuple(p.shape) for p in model.parameters()])") from None
         self.numels = [math.prod(s) for s in self.shapes]
 
     def _check_d(self, d: int) -> int:
@@ -136,6 +140,7 @@ class Quantizer:
         return None if w is None or w >= 1 else 1.0 - w
 
     def encode(self, x: Tensor) -> Encoded:
+        """The message of ``x`` (each implementation first refuses non-finite values: :func:`finite`)."""
         raise NotImplementedError
 
     def decode(self, msg: Encoded, key: Tensor | None = None) -> Tensor:
@@ -185,7 +190,18 @@ class Quantizer:
 
 
 def dim(d) -> int:
-    return check_int("d", d, 0)
+    """A message's dimension: a positive integer."""
+    return check_int("d", d, 1)
+
+
+def finite(x: Tensor, name: str) -> Tensor:
+    """``x``, if every value is finite; a :class:`ParameterError` naming the quantizer otherwise (a NaN or an
+    infinity has no code: sent through, it would poison every model it reaches)."""
+    bad = int((~torch.isfinite(x)).sum())
+    if bad:
+        raise ParameterError(f"{name} input", f"{bad} non-finite value(s) of {x.numel()}", "finite values (a diverged "
+                             "model? a smaller learning rate)")
+    return x
 
 
 class Seeded:

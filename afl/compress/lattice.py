@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..errors import ParameterError, check_int, check_real
-from .base import Encoded, Quantizer, dim
+from .base import Encoded, Quantizer, dim, finite
 
 LATTICE_BITS = (1, 32)      # allowed range of LatticeQuantizer.bits
 
@@ -56,6 +56,7 @@ class LatticeQuantizer(Quantizer):
         return torch.round(x.to(torch.float64) / self.step).to(torch.int64)
 
     def encode(self, x: Tensor) -> Encoded:
+        x = finite(x, self.name)
         return Encoded(torch.remainder(self._ints(x), self.modulus), x.shape[-1])
 
     def _write(self, msg, w):

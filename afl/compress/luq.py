@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..errors import check_int
-from .base import FLOAT_BITS, Encoded, Quantizer, Seeded, dim
+from .base import FLOAT_BITS, Encoded, Quantizer, Seeded, dim, finite
 
 LUQ_BITS = (2, 8)
 
@@ -46,6 +46,7 @@ class LUQ(Seeded, Quantizer):
         return top / 2.0 ** (self.levels - 1)
 
     def encode(self, x: Tensor, generator: torch.Generator | None = None) -> Encoded:
+        x = finite(x, self.name)
         x = x.to(torch.float32)
         top = x.abs().amax(-1, keepdim=True)
         alpha = torch.where(top > 0, self._alpha(top), torch.ones_like(top))

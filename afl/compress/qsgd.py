@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..errors import check_choice, check_int
-from .base import FLOAT_BITS, Encoded, Quantizer, Seeded, dim
+from .base import FLOAT_BITS, Encoded, Quantizer, Seeded, dim, finite
 
 QSGD_BITS = (2, 24)         # allowed range of QSGDQuantizer.bits (sign included; 2 bits = ternary)
 NORMS = ("l2", "max")
@@ -69,6 +69,7 @@ class QSGDQuantizer(Seeded, Quantizer):
         return x.reshape(*x.shape[:-1], n, size)
 
     def encode(self, x: Tensor, generator: torch.Generator | None = None) -> Encoded:
+        x = finite(x, self.name)
         d = x.shape[-1]
         xb = self._buckets(x.to(torch.float32))
         scale = (xb.norm(dim=-1) if self.norm == "l2" else xb.abs().amax(dim=-1)).to(torch.float32)

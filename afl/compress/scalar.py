@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from ..errors import check_int
-from .base import FLOAT_BITS, Encoded, PerTensor, Quantizer, Seeded, dim
+from .base import FLOAT_BITS, Encoded, PerTensor, Quantizer, Seeded, dim, finite
 
 CHANNEL_BITS = (1, 8)       # FLSim's ScalarQuantizationChannel: 1 to 8 bits (quint8 codes)
 SR_BITS = (1, 24)
@@ -43,6 +43,7 @@ class Identity(Quantizer):
         return 0.0
 
     def encode(self, x: Tensor) -> Encoded:
+        x = finite(x, self.name)
         return Encoded(x.clone(), x.shape[-1])
 
     def decode(self, msg: Encoded, key: Tensor | None = None) -> Tensor:
@@ -92,6 +93,7 @@ class ScalarChannel(PerTensor, Quantizer):
         return torch.split(x, self.numels, dim=-1)
 
     def encode(self, x: Tensor) -> Encoded:
+        x = finite(x, self.name)
         self._check_d(x.shape[-1])
         codes, scales, zeros, values = [], [], [], []
         for t, q in zip(self._tensors(x.to(torch.float32)), self.quantized):
@@ -182,6 +184,7 @@ class StochasticRounding(Seeded, Quantizer):
         return dim(d) / (2 * self.top ** 2)
 
     def encode(self, x: Tensor, generator: torch.Generator | None = None) -> Encoded:
+        x = finite(x, self.name)
         x = x.to(torch.float32)
         lo, hi = x.amin(-1, keepdim=True), x.amax(-1, keepdim=True)
         step = torch.where(hi > lo, (hi - lo) / self.top, torch.ones_like(hi))

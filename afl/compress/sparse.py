@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from ..errors import check_int, check_real
-from .base import FLOAT_BITS, Encoded, PerTensor, Quantizer, Seeded, dim, index_bits
+from .base import FLOAT_BITS, Encoded, PerTensor, Quantizer, Seeded, dim, finite, index_bits
 
 
 class _Sparse(Quantizer):
@@ -31,9 +31,9 @@ class _Sparse(Quantizer):
         self.fraction = check_real("fraction", fraction, 0, 1, strict_low=True)
 
     def k(self, d: int) -> int:
-        """Coordinates sent of a vector of dimension ``d``: ``ceil(fraction d)``, at least 1 (0 when d = 0)."""
+        """Coordinates sent of a vector of dimension ``d``: ``ceil(fraction d)``, at least 1."""
         d = dim(d)
-        return min(d, max(1, math.ceil(self.fraction * d - 1e-9))) if d else 0
+        return min(d, max(1, math.ceil(self.fraction * d - 1e-9)))
 
     def bits(self, d: int) -> int:
         return self.k(d) * (index_bits(d) + FLOAT_BITS)
@@ -66,9 +66,10 @@ class TopK(_Sparse):
     name = "topk"
 
     def error_bound(self, d: int) -> float:
-        return 1.0 - self.k(d) / dim(d) if dim(d) else 0.0
+        return 1.0 - self.k(d) / dim(d)
 
     def encode(self, x: Tensor) -> Encoded:
+        x = finite(x, self.name)
         k = self.k(x.shape[-1])
         order = torch.argsort(x.abs(), dim=-1, descending=True, stable=True)
         return self._send(x, order[..., :k], 1.0)
@@ -99,6 +100,7 @@ class RandK(Seeded, _Sparse):
         return d / k - 1.0 if self.rescale else 1.0 - k / d
 
     def encode(self, x: Tensor, generator: torch.Generator | None = None) -> Encoded:
+        x = finite(x, self.name)
         d = x.shape[-1]
         k = self.k(d)
         u = torch.rand(x.shape, generator=generator or self.generator(x.device), device=x.device)
@@ -138,6 +140,7 @@ class MaskedTopK(PerTensor, _Sparse):
         return max((1.0 - k / n for k, n in zip(self.kept, self.numels) if n), default=0.0)
 
     def encode(self, x: Tensor) -> Encoded:
+        x = finite(x, self.name)
         self._check_d(x.shape[-1])
         index, at = [], 0
         for t, k in zip(torch.split(x, self.numels, dim=-1), self.kept):

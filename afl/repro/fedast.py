@@ -160,9 +160,16 @@ class FedastSetting:
         check_int("first_k", self.first_k, 1)
         check_real("total_time", self.total_time, 0, strict_low=True)
         check_real("eval_every", self.eval_every, 0, strict_low=True)
+        if self.sync_allocation is not None:
+            check(isinstance(self.sync_allocation, tuple) and len(self.sync_allocation) > 0, "sync_allocation",
+                  self.sync_allocation, "None (equal shares) or clients per task, e.g. 100,84")
+            for a in self.sync_allocation:
+                check_int("sync_allocation", a, 1, hint="clients per task")
+        check_real("target_offset", self.target_offset)
         for name in {n for t in self.tasksets for n in parse_taskset(t)}:
-            check_real("target_offset", TASKS[name]["target"] + self.target_offset, 0, 1, strict_low=True,
-                       hint=f"{name}'s target {TASKS[name]['target']} plus the offset must be in (0, 1]")
+            target = TASKS[name]["target"]
+            check(0 < target + self.target_offset <= 1, "target_offset", self.target_offset,
+                  f"an offset that keeps {name}'s target {target} in (0, 1], i.e. in ({-target:g}, {1 - target:g}]")
         for taskset in self.tasksets:       # every run's tasks can be built: allocations fit their task sets
             for m in self.methods:
                 self.tasks(taskset, m, None, None)

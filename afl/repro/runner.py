@@ -322,11 +322,29 @@ def with_overrides(setting, overrides: dict):
     one-element tuple (``--set splits=noniid`` means ``("noniid",)``, not its letters), and a list that is not empty
     in the setting (what to run: methods, splits, steps, ...) cannot be made empty."""
     def value(field, v):
-        listed = isinstance(getattr(setting, field), (tuple, list))
-        if listed and isinstance(v, (tuple, list)) and not v and getattr(setting, field):
-            raise ParameterError(field, v, f"at least one value (e.g. {_text(getattr(setting, field)[:1])})")
-        return (v,) if listed and not isinstance(v, (tuple, list)) else tuple(v) if listed else v
+        default = getattr(setting, field)
+        listed = isinstance(default, (tuple, list))
+        if listed and isinstance(v, (tuple, list)) and not v and default:
+            raise ParameterError(field, v, f"at least one value (e.g. {_text(default[:1])})")
+        v = (v,) if listed and not isinstance(v, (tuple, list)) else tuple(v) if listed else v
+        _check_kind(field, v, default)
+        return v
     return replace(setting, **{k: value(k, v) for k, v in overrides.items()})
+
+
+def _check_kind(field: str, value, default) -> None:
+    """The kind of a field's new value against its default's (each setting's own checks do the ranges): a flag
+    takes True or False, a number a number, a list of names names."""
+    def named(expected):
+        raise ParameterError(field, value, expected)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            named("True or False")
+    elif isinstance(default, (int, float)) and isinstance(value, str):
+        named(f"a number (the default is {default})")
+    elif isinstance(default, tuple) and default and all(isinstance(d, str) for d in default):
+        if not all(isinstance(v, str) for v in value):
+            named(f"names, e.g. {','.join(default[:2])}")
 
 
 def reduced_fields(paper, saved: dict, selection=("seeds",)) -> dict:
