@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import time
 
 import numpy as np
@@ -20,7 +21,7 @@ from torch import nn
 from . import conv
 from .data import load_dataset
 from .engine import PRECISIONS, LocalSGD, sgd_step_flops
-from .errors import check_choice, check_int
+from .errors import check, check_choice, check_int
 from .fleet import run_in_processes
 from .jobs import JobQueue
 from .models import build_model
@@ -132,14 +133,26 @@ def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int
     return len(parts) * steps / best, engine
 
 
+def _memory_bytes(device: torch.device) -> int:
+    """The device's memory: a GPU's, or the machine's."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
 def local_sgd_case(model: str, clients: int, device, root=None) -> tuple[nn.Module, object, list, int]:
     """The benchmark setting of ``model`` (:data:`SETTINGS`): the seeded model, its dataset on ``device``,
     ``clients`` disjoint random parts of ``n / max(clients, 100)`` samples each, and the batch size."""
     check_choice("model", model, SETTINGS)
     data_name, batch = SETTINGS[model]
     dataset = load_dataset(data_name, root=root, device=device)
+    check_int("clients", clients, 1, len(dataset.train_y), hint=f"at most one client per sample of {data_name}")
     torch.manual_seed(0)
     module = build_model(model)
+    need = 4 * clients * sum(p.numel() for p in module.parameters()) * 4     # start, parameters, gradients, result
+    have = _memory_bytes(torch.device(device))
+    check(need <= have, "clients", clients, f"a number whose models fit in memory ({need / 2**30:.1f} GiB for "
+          f"{model}'s parameters alone, of {have / 2**30:.0f} GiB)")
     per_client = len(dataset.train_y) // max(clients, 100)
     order = np.random.default_rng(0).permutation(len(dataset.train_y))
     parts = [torch.from_numpy(order[c * per_client:(c + 1) * per_client]) for c in range(clients)]

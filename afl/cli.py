@@ -117,7 +117,8 @@ def _repro(args) -> None:
         seeds = args.seeds
         if "seeds" in overrides:                   # --set seeds=N is --seeds N
             if seeds is not None and overrides["seeds"] != seeds:
-                raise ParameterError("--set seeds", overrides["seeds"], f"the value of --seeds ({seeds}), or one of the two")
+                raise ParameterError("--set seeds", overrides["seeds"],
+                                     f"the value of --seeds ({seeds}), or one of the two")
             seeds = overrides.pop("seeds")
         out = run_experiment(args.experiment, quick=args.quick, seeds=seeds, out=args.out, root=args.root,
                              device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
@@ -332,8 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--device", default="cuda", help="run: cuda (cpu only to test the queue)")
     q.add_argument("--pack", default=None, metavar="DIR", help="run: unpack this 'afl queue pack' folder first")
     q.add_argument("--data-root", default="/tmp/afl-data", help="run: where --pack is unpacked (default: %(default)s)")
-    q.add_argument("--resume-from", default=None, metavar="TAR", help="run: the archive a stopped entry left (default: its committed one in "
-                                                   "results/gpu-queue-carry/, if any)")
+    q.add_argument("--resume-from", default=None, metavar="TAR",
+                   help="run: the archive a stopped entry left (default: its committed one in results/gpu-queue-carry/, "
+                        "if any)")
     q.add_argument("--allow-partial", action="store_true",
                    help="run: where no entry fits the minutes left, start the next one anyway, to stop at the "
                         "deadline with its checkpoints and go on in a later call")

@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import queue as queues
 import threading
+import time
 import traceback
 from collections import deque
 from dataclasses import dataclass
@@ -174,7 +175,8 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
     outbox = context.Queue()
     # one process per part, not a pool: a pool's first worker may take every part before the others start, and
     # then trains them one after another on its 1/N of the threads
-    workers = [context.Process(target=_run_part, args=(outbox, threads, len(parts), work, part), daemon=True)
+    workers = [context.Process(target=_run_part, args=(outbox, threads, len(parts), work, part, os.getpid()),
+                               daemon=True)
                for part in parts]
     for worker in workers:
         worker.start()
@@ -236,9 +238,22 @@ class _Failure:
     text: str
 
 
-def _run_part(outbox, threads: int, processes: int, work, part) -> None:
+def _orphan_watch(parent: int, every_s: float = 1.0) -> None:
+    """End this worker process once its parent has gone (killed, say, with SIGKILL: its daemon workers would
+    otherwise compute on for minutes, owned by no one)."""
+    def watch_parent():
+        while True:
+            time.sleep(every_s)
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch_parent, daemon=True, name="afl-orphan-watch").start()
+
+
+def _run_part(outbox, threads: int, processes: int, work, part, parent: int | None = None) -> None:
     global _outbox
     _outbox = outbox
+    if parent is not None:
+        _orphan_watch(parent)
     torch.set_num_threads(threads)
     share_devices(processes)
     watch(_Progress)
@@ -273,6 +288,8 @@ def run_on_ray(work: Callable[[list], list], items: Sequence, *, fleets: int | N
     except ImportError:
         raise ParameterError("ray", address, "an installed Ray: pip install 'afl[ray]'") from None
     if not ray.is_initialized():
+        if address not in ("local", "auto") and not address.startswith("ray://"):
+            _reachable(address)
         ray.init(address=None if address == "local" else address, include_dashboard=False,
                  log_to_driver=False)
     if fleets is None:
@@ -288,6 +305,21 @@ def run_on_ray(work: Callable[[list], list], items: Sequence, *, fleets: int | N
         if on_done is not None:
             on_done(results[i])
     return [r for part in results for r in part]
+
+
+def _reachable(address: str, timeout_s: float = 10.0) -> None:
+    """A :class:`ParameterError` naming ``--ray`` unless ``host:port`` answers within ``timeout_s`` (``ray.init``
+    would retry an unreachable cluster for minutes)."""
+    import socket
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdecimal():
+        raise ParameterError("ray", address, "a cluster address host:port, 'auto', 'ray://host:port' or none (a "
+                             "local Ray instance)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise ParameterError("ray", address, f"a Ray cluster that answers (none did within {timeout_s:g} s: "
+                             f"{error.strerror or error})") from None
 
 
 def _call(work, chunk):

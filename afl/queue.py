@@ -55,7 +55,8 @@ RATES = {
     ("cnn-cifar", 10): (1203.0, f"measured on an H100 (torch 2.11, no CUDA graphs): GHBM's CIFAR-10 protocol for 200 "
                                 f"rounds, FedHBM alone (FedAvg alone: 1,342; tools/gpu_visit.py, {VISIT})"),
     ("cnn-cifar", 50): (2374.0, "measured on an H100 (torch 2.11, no CUDA graphs): the headline's five methods as one "
-                                "fleet for 2,000 rounds, 800,000 client steps in 337 s (results/ghbm-cifar10-2000-rounds)"),
+                                "fleet for 2,000 rounds, 800,000 client steps in 337 s "
+                                "(results/ghbm-cifar10-2000-rounds)"),
     ("char-lstm", 160): (1940.0, "measured: GHBM's Shakespeare grid, 16 runs as one fleet, 800,000 client steps in "
                                  "413 s on an H100 (results/ghbm-shakespeare-250-rounds-h100)"),
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import threading
 import warnings
 from contextlib import contextmanager
@@ -41,11 +42,17 @@ def setting_key(setting, ignore=("seeds",)) -> str:
     return hashlib.sha1(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def rescue_dir() -> Path:
+    """Where this process saves what its output folder would not take: ``<temporary folder>/afl-rescue-<pid>``."""
+    return Path(tempfile.gettempdir()) / f"afl-rescue-{os.getpid()}"
+
+
 class PartialRuns:
     """The JSON-lines file of an experiment's finished runs, each tagged with its setting's key."""
 
     def __init__(self, path, key: str):
         self.path, self.key = Path(path), key
+        self.rescue: Path | None = None       # where runs go once ``path`` cannot be written (:meth:`append`)
 
     def load(self) -> list[dict]:
         """The saved runs of this setting. A damaged line (cut off by an interrupted write, or JSON that is not a
@@ -65,9 +72,28 @@ class PartialRuns:
         return runs
 
     def append(self, run: dict) -> None:
-        """Add a finished run as one line, on a line of its own even after a cut-off one, flushed to the disk."""
+        """Add a finished run as one line, on a line of its own even after a cut-off one, flushed to the disk.
+        Where the file cannot be written (a folder that became read-only, a full disk) the run goes to a file in the
+        temporary folder instead, said once (:attr:`rescue`): the command goes on, its runs in memory too."""
         line = (json.dumps(run | {"setting_key": self.key}) + "\n").encode()
-        with open(self.path, "a+b") as f:
+        if self.rescue is None:
+            try:
+                self._append(self.path, line)
+                return
+            except OSError as error:
+                self.rescue = rescue_dir() / self.path.name
+                warnings.warn(f"afl: cannot write {self.path} ({error.strerror or error}); finished runs are kept in "
+                              f"memory and saved to {self.rescue} (the same command with --out {self.rescue.parent} "
+                              "resumes from them)", stacklevel=2)
+        try:
+            self.rescue.parent.mkdir(parents=True, exist_ok=True)
+            self._append(self.rescue, line)
+        except OSError:
+            pass                                  # in memory only: the result is written when the grid ends
+
+    @staticmethod
+    def _append(path: Path, line: bytes) -> None:
+        with open(path, "a+b") as f:
             if f.seek(0, os.SEEK_END) > 0:
                 f.seek(-1, os.SEEK_END)
                 if f.read(1) != b"\n":

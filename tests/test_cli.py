@@ -368,3 +368,32 @@ def test_a_setting_added_since_a_run_was_saved_counts_as_its_default(tiny_experi
     extra = [{**r, "settings": {**r["settings"], "gone": 1}} for r in runs]
     assert not any(fr.same_run(r, cfg) for r in extra)                   # a setting the algorithm no longer has
     assert not any(fr.same_run({k: v for k, v in r.items() if k != "settings"}, cfg) for r in runs)  # no record
+
+
+def test_an_output_folder_that_stops_taking_files_loses_no_run(tiny_experiment, monkeypatch, tmp_path, capsys):
+    """The partial file becomes unwritable after the first run (a directory in its place: unwritable even for
+    root), then the result file: every run is kept, the command says where, and resumes from there."""
+    import afl.results as results
+    monkeypatch.setattr(results.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    fr = tiny_experiment
+    real, count = fr.PartialRuns.append, [0]
+    out = tmp_path / "res"
+
+    def block_after_first(self, run):
+        real(self, run)
+        count[0] += 1
+        if count[0] == 1:
+            self.path.unlink()
+            self.path.mkdir()                                   # the next append cannot write the file
+            (out / ".favas-table2.part.json").mkdir()           # nor can the result be written
+    monkeypatch.setattr(fr.PartialRuns, "append", block_after_first)
+    with pytest.warns(UserWarning, match="cannot write .*favas-table2.partial.jsonl"):
+        code = main(["repro", "favas-table2", "--seeds", "2", "--out", str(out), "--no-fleet"])
+    assert code == 2
+    err = capsys.readouterr().err
+    rescue = tmp_path / "tmp" / f"afl-rescue-{os.getpid()}"
+    assert f"all 4 runs, is in {rescue / 'favas-table2.json'}" in err and "--replot" in err
+    assert len(json.loads((rescue / "favas-table2.json").read_text())["runs"]) == 4
+    assert len((rescue / "favas-table2.partial.jsonl").read_text().splitlines()) == 3    # runs 2-4 went there
+    monkeypatch.setattr(fr.PartialRuns, "append", real)
+    assert main(["repro", "favas-table2", "--replot", "--out", str(rescue)]) == 0

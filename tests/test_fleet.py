@@ -355,3 +355,43 @@ def test_the_grid_bar_does_not_count_head_starts_as_speed():
     assert "1.75/4 runs" in out.getvalue()
     with RunProgress(2, enabled=False, done=1) as progress:             # a disabled bar takes every move quietly
         progress.advance("x", 0.5, resumed=True)
+
+
+def test_a_worker_whose_parent_is_gone_ends_itself(tmp_path):
+    """A process started by a parent that then dies (SIGKILL) ends within seconds instead of computing on."""
+    import subprocess
+    import sys
+    import time
+    child = tmp_path / "child.pid"
+    script = f"""
+import os, sys, time, subprocess
+code = "import os, time, pathlib; from afl.fleet import _orphan_watch; _orphan_watch(os.getppid(), 0.1); " \\
+       "pathlib.Path({str(child)!r}).write_text(str(os.getpid())); time.sleep(60)"
+subprocess.Popen([sys.executable, "-c", code])
+time.sleep(60)
+"""
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    for _ in range(200):
+        if child.exists() and child.read_text():
+            break
+        time.sleep(0.05)
+    pid = int(child.read_text())
+    parent.kill()
+    parent.wait()
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        raise AssertionError("the orphaned worker still runs")
+
+
+def test_an_unreachable_ray_cluster_is_an_error_in_seconds():
+    from afl.fleet import _reachable
+    with pytest.raises(ParameterError, match=r"ray='127.0.0.1:1'.*answers"):
+        _reachable("127.0.0.1:1", timeout_s=2)
+    with pytest.raises(ParameterError, match="ray='nonsense'.*host:port"):
+        _reachable("nonsense")

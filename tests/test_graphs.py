@@ -204,15 +204,17 @@ def test_cuda_graphs_record_the_cifar_cnn_with_augmentation(precision, monkeypat
     from afl.models import build_model
     g = torch.Generator().manual_seed(0)
     x = torch.randn(256, 3, 32, 32, generator=g)
-    ds = Dataset("cifar-like", 10, x, torch.randint(0, 10, (256,), generator=g), x[:64], torch.zeros(64, dtype=torch.long),
-                 mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25), augment="crop_flip").to("cuda")
+    ds = Dataset("cifar-like", 10, x, torch.randint(0, 10, (256,), generator=g), x[:64],
+                 torch.zeros(64, dtype=torch.long), mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25),
+                 augment="crop_flip").to("cuda")
     graphs = CallGraphs(torch.device("cuda"))
     engines = [LocalSGD(build_model("cnn-cifar", seed=0), ds, 16, precision=precision, cuda_graphs=c)
                for c in (graphs, False)]
     P = engines[0].model.size
     for seed in range(3):
         gen = torch.Generator().manual_seed(seed)
-        start = FlatModel(build_model("cnn-cifar", seed=0)).flatten().cuda() + 0.01 * torch.randn(6, P, generator=gen).cuda()
+        start = (FlatModel(build_model("cnn-cifar", seed=0)).flatten()
+                 + 0.01 * torch.randn(6, P, generator=gen)).cuda()
         idx = torch.randint(0, 256, (6, 3, 16), generator=gen)
         batches = torch.stack([idx, torch.randint(0, 1 << 31, idx.shape, generator=gen)], -1).cuda()
         outs = [e.run(start, batches, [3] * 6, 0.05 + 0.01 * seed, 1e-3) for e in engines]

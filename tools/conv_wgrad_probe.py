@@ -103,7 +103,8 @@ def probe(k: int, device: torch.device) -> list[dict]:
     ref = cudnn_grouped().reshape(k, COUT, CIN, KS, KS).double()
     rows = []
     variants = [("cudnn-grouped", cudnn_grouped, None), ("unfold-bmm fp32", unfold_bmm(torch.float32), False),
-                ("unfold-bmm tf32", unfold_bmm(torch.float32), True), ("unfold-bmm bf16", unfold_bmm(torch.bfloat16), None),
+                ("unfold-bmm tf32", unfold_bmm(torch.float32), True),
+                ("unfold-bmm bf16", unfold_bmm(torch.bfloat16), None),
                 ("vmap-function", vmap_function(MatmulWeightGradient), False),
                 ("vmap-view", vmap_function(ViewWeightGradient), False)]
     for name, fn, tf32 in variants:

@@ -54,7 +54,8 @@ class Dataset:
         if self.mean is None:
             return x.long()
         shape = (1, -1) + (1,) * (x.dim() - 2)
-        return (x.float() / 255.0 - self._constant("mean", x.device).view(shape)) / self._constant("std", x.device).view(shape)
+        mean, std = self._constant("mean", x.device).view(shape), self._constant("std", x.device).view(shape)
+        return (x.float() / 255.0 - mean) / std
 
     def pad_value(self, x: Tensor) -> float | Tensor:
         """The value of a black pixel in ``x``'s space (0 for uint8, ``-mean/std`` per channel for float)."""

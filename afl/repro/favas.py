@@ -38,8 +38,8 @@ from ..models import MODEL_NAMES
 from ..plots import style
 from ..results import PartialRuns
 from ..runtime import resolve_device
-from .runner import (Grid, base_setting, compute, execute, heading, paper_difference, run_tasks, same_settings,
-                     settings_record, title_tag, with_overrides, write_files)
+from .runner import (MAX_SEEDS, Grid, base_setting, compute, execute, heading, paper_difference, run_tasks,
+                     same_settings, settings_record, title_tag, with_overrides, write_files)
 
 #: Table 2's columns: partition scheme and fraction of slow clients.
 SPLITS = {
@@ -223,7 +223,7 @@ def run_key(run: dict) -> tuple:
 def grid(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
          fleet: bool = True, fleet_size: int | None = None, name: str = "favas") -> Grid:
     """Every (split, method, seed) of ``cfg`` as a :class:`~afl.repro.runner.Grid` named ``name``."""
-    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
+    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1, MAX_SEEDS)
     keys = [(sp, m, seed) for seed in range(seeds) for sp in cfg.splits for m in cfg.methods]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, track_variance=track_variance, fleet=fleet,
                       fleet_size=fleet_size)

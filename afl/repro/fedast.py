@@ -32,8 +32,8 @@ from ..models import MODEL_NAMES
 from ..plots import style
 from ..runtime import resolve_device
 from ..sim import FEDAST_MODEL_COSTS, ShiftedExponential, three_speed
-from .runner import (Grid, base_setting, execute, heading, paper_difference, run_tasks, title_tag, with_overrides,
-                     write_files)
+from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, title_tag,
+                     with_overrides, write_files)
 
 #: Per dataset (App. C): model, batch, client lr and weight decay (async; sync), buffer, target (Table 1), cost.
 TASKS = {
@@ -335,7 +335,7 @@ def run_grid(cfg: FedastSetting, keys: list[tuple], *, device="cpu", root=None, 
 
 def grid(cfg: FedastSetting, *, seeds=None, device="cpu", root=None, fleet=True, fleet_size=None,
          name="fedast") -> Grid:
-    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
+    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1, MAX_SEEDS)
     keys = [(t, m, c, b, s) for s in range(seeds) for t in cfg.tasksets for c in cfg.caps for b in cfg.buffers
             for m in cfg.methods]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)

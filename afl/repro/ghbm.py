@@ -51,8 +51,8 @@ from ..plots import style
 from ..runtime import resolve_device
 from ..theory.ghbm import unseen_fraction_moment
 from ..results import output_dir
-from .runner import (Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings, set_flags,
-                     settings_record, title_tag, with_overrides, write_files)
+from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
+                     set_flags, settings_record, title_tag, with_overrides, write_files)
 
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
@@ -171,7 +171,7 @@ class GhbmSetting:
         check_int("last", self.last, 0, self.rounds, hint="rounds, at most rounds")
         check_int("local_steps", self.local_steps, 1)
         check_int("batch", self.batch, 1)
-        check_int("seeds", self.seeds, 1)
+        check_int("seeds", self.seeds, 1, MAX_SEEDS)
         if self.test_samples is not None:
             check_int("test_samples", self.test_samples, 1)
         for m in self.methods:
@@ -359,7 +359,7 @@ def run_grid(cfg: GhbmSetting, keys: list[tuple], *, device="cpu", root=None, fl
 def grid(cfg: GhbmSetting, *, seeds: int | None = None, device="cpu", root=None, fleet: bool = True,
          fleet_size: int | None = None, name: str = "ghbm") -> Grid:
     """Every (split, method, tau, seed) of ``cfg`` (tau only for GHBM) as a :class:`~afl.repro.runner.Grid`."""
-    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
+    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1, MAX_SEEDS)
     taus = cfg.taus or (round(1 / cfg.participation),)
     keys = [(sp, m, t, s) for s in range(seeds) for sp in cfg.splits for m in cfg.methods
             for t in (taus if m == "ghbm" else (None,))]

@@ -45,7 +45,7 @@ from ..plots import style
 from ..runtime import resolve_device
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
-from .runner import (Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
+from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
                      settings_record, title_tag, with_overrides, write_files)
 
 #: QAFeL Table 1's message sizes in bytes (paper numbers, shown only as labelled references)
@@ -333,7 +333,7 @@ def run_grid(cfg: QafelSetting, keys: list[tuple], *, device="cpu", root=None, f
 def grid(cfg: QafelSetting, *, seeds: int | None = None, device="cpu", root=None, fleet: bool = True,
          fleet_size: int | None = None, name: str = "qafel") -> Grid:
     """Every (concurrency, method, seed) of ``cfg`` as a :class:`~afl.repro.runner.Grid` named ``name``."""
-    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1)
+    seeds = cfg.seeds if seeds is None else check_int("seeds", seeds, 1, MAX_SEEDS)
     keys = [(c, m, s) for s in range(seeds) for c in cfg.concurrencies for m in cfg.methods]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
     return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg),

@@ -22,8 +22,12 @@ from ..algorithms import get as get_algorithm
 from ..compress import Quantizer
 from ..errors import ParameterError, RunsFailed, check, check_choice, check_int
 from ..fleet import DEFAULT_SIZE, run_fleet, run_in_processes, run_on_ray, run_one_by_one
-from ..results import PartialRuns, RunProgress, output_dir, setting_key
+from ..results import PartialRuns, RunProgress, output_dir, rescue_dir, setting_key
 from ..runtime import flush_denormals
+
+
+#: seeds a grid takes at most (a grid's keys are made before it runs: a billion seeds took 9 GB in 20 s)
+MAX_SEEDS = 10_000
 
 
 @dataclass
@@ -192,9 +196,18 @@ class Execution:
     def publish(self, fields: dict, out, write: Callable[[dict, Path], list[Path]]) -> list[Path]:
         """Write the result (the record, ``fields`` and the runs) with ``write``, then discard the partial file and
         free the folder."""
+        result = self.record | fields | {"runs": self.runs}
         try:
-            paths = write(self.record | fields | {"runs": self.runs}, Path(out))
+            paths = write(result, Path(out))
             self.partial.discard()
+        except OSError as error:         # the folder became unwritable: the result goes elsewhere, and says where
+            rescue = rescue_dir() / f"{self.record['experiment']}.json"
+            rescue.parent.mkdir(parents=True, exist_ok=True)
+            rescue.write_text(json.dumps(result, indent=1))
+            raise ParameterError("--out", str(out), f"a folder afl can write the result to (writing it failed: "
+                                 f"{error.strerror or error}); the result, all {len(self.runs)} runs, is in {rescue} "
+                                 f"(afl repro {self.record['experiment']} --replot --out {rescue.parent} draws it)"
+                                 ) from None
         finally:
             if self.lock is not None:
                 self.lock.release()
@@ -302,7 +315,8 @@ def machine(device: str) -> str:
             f"{threads} thread{'s' if threads != 1 else ''}{denormals}, device {device}")
 
 
-__all__ = ["Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs", "Execution", "execute",
+__all__ = ["MAX_SEEDS", "Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs",
+           "Execution", "execute",
            "machine", "heading", "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
 
 
