@@ -297,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="results", help="output folder (default: %(default)s)")
     r.add_argument("--root", default=None, help="data root (default: the search path)")
     r.add_argument("--device", default="cpu", help="cpu, cuda or cuda:<index> (default: cpu)")
-    r.add_argument("--fresh", action="store_true", help="discard the saved runs of an interrupted invocation")
+    r.add_argument("--fresh", action="store_true", help="discard the saved runs of an interrupted invocation, and "
+                                                        "replace a result in OUT that holds runs this one would not")
     r.add_argument("--resume", action="store_true", help="resume from saved runs (the default; kept for scripts)")
     r.add_argument("--reuse", nargs="+", action="extend", default=[], metavar="JSON",
                    help="results of other experiments whose identical runs are taken instead of recomputed")
