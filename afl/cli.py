@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-import time
 
 
 def _models(args) -> None:
@@ -105,8 +105,13 @@ def _demo(args) -> None:
 
 
 def _repro(args) -> None:
+    from pathlib import Path
     from .errors import ParameterError
     from .repro import replot, report, run_experiment
+    if not args.out.strip():
+        raise ParameterError("--out", args.out, "a folder name (an empty one would write into the current folder)")
+    if args.root is not None and not Path(args.root).is_dir():
+        raise ParameterError("--root", args.root, "a folder of datasets (it does not exist, or is not a folder)")
     if args.fresh and args.resume:
         raise ParameterError("--fresh", True, "either --fresh (discard saved runs) or --resume, not both")
     if args.replot:
@@ -140,12 +145,7 @@ def _queue(args) -> int:
         print(f"packed {', '.join(datasets)}: {len(files)} file(s), {size / 1e6:.1f} MB in {args.to} "
               f"(carry it with the device call; 'afl queue run --pack {args.to}' unpacks and checks it there)")
         return 0
-    rates = None
-    if args.rates:
-        rates = dict(queue.RATES)
-        saved = json.loads(Path(args.rates).read_text())
-        for row in saved["rates"] if isinstance(saved, dict) else saved:
-            rates[(row["model"], row["clients"])] = (row["rate"], row["basis"])
+    rates = queue.load_rates(Path(args.rates)) if args.rates else None
     if args.action == "list":
         rows = queue.listing(rates)
         if args.json:
@@ -158,30 +158,10 @@ def _queue(args) -> int:
         for (model, width), (rate, basis) in (rates or queue.RATES).items():
             print(f"  {model} at {width} clients a call: {rate:,.0f} ({basis})")
         return 0
-    from .errors import ParameterError
-    print(f"afl queue: on {queue.machine(args.device)}", flush=True)
-    t_end = time.monotonic() + args.minutes * 60
-    env = {}
-    if args.pack:
-        root = queue.unpack(Path(args.pack), Path(args.data_root))
-        env["AFL_DATA"] = str(root)
-        print(f"afl queue: data unpacked into {root}, MD5s checked", flush=True)
-    entries = [queue.find(n) for n in args.entries] if args.entries else queue.next_entries(args.minutes, rates)
-    if not entries and args.allow_partial:       # the next that goes on over several calls from carried checkpoints
-        entries = [e for e in queue.QUEUE if e.status(rates) == "pending"][:1]
-    if not entries:
-        raise ParameterError("--minutes", args.minutes, "time for at least the next pending entry: "
-                             + "; ".join(f"{r['name']} needs {r['minutes'] + queue.OVERHEAD_MIN:.1f}"
-                                         for r in queue.listing(rates) if r["status"] == "pending")[:400])
-    reports = []
-    for entry in entries:
-        left = (t_end - time.monotonic()) / 60
-        print(f"afl queue: {entry.name}: {' '.join(entry.argv)} ({left:.1f} minutes left)", flush=True)
-        resume = Path(args.resume_from) if args.resume_from else queue.carry(entry)
-        reports.append(queue.run(entry, left, Path(args.out), device=args.device, rates=rates, env=env,
-                                 resume_from=resume if resume.is_file() else None, allow_partial=args.allow_partial))
-        print(json.dumps(reports[-1]), flush=True)
-    (Path(args.out) / "queue-report.json").write_text(json.dumps(reports, indent=1))
+    reports = queue.visit([queue.find(n) for n in args.entries], args.minutes, Path(args.out), device=args.device,
+                          rates=rates, pack=Path(args.pack) if args.pack else None, data_root=Path(args.data_root),
+                          resume_from=Path(args.resume_from) if args.resume_from else None,
+                          allow_partial=args.allow_partial)
     for r in reports:
         print(f"{r['entry']}: {'finished' if r['finished'] else 'stopped'} in {r['seconds']:.0f} s; {r['commit']}")
     return 0 if all(r["finished"] for r in reports) else 1
@@ -361,6 +341,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("\n" + _interrupted(args), file=sys.stderr)
         return 130
+    except BrokenPipeError:               # the reader went away (afl queue --json | head): nothing left to say
+        sys.stdout = open(os.devnull, "w")
+        return 0
 
 
 if __name__ == "__main__":

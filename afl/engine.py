@@ -327,7 +327,7 @@ class LocalSGD:
         matmuls and convolutions want); flat ``(k, P)`` copies are made only for correction hooks, each applied
         to the active part of its own rows (``corrections``: contiguous runs of clients sharing a hook).
         ``uniform_lr``: a learning rate that all clients share is applied as a number (reading it waits for the
-        device, which a recorded call must not: it then stays a tensor; the same result).
+        device, which a recorded call must not: it then stays a tensor; the same result to rounding).
         """
         params = [v.contiguous() for v in self.model.views(w).values()]
         same_lr = float(lr[0]) if uniform_lr and len(lr) and bool((lr == lr[0]).all()) else None

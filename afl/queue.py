@@ -1,5 +1,6 @@
 """The GPU queue: the paper-scale runs only a GPU can do, as a committed, ordered list of exact ``afl repro``
-invocations, each sized to finish inside one call of a lent GPU machine (at most 10 minutes; we plan 9).
+invocations, each sized to finish inside one call of a lent GPU machine (at most 10 minutes; we plan 9), or, where
+the engine is not yet fast enough for that, to go on over several visits from checkpoints that come back.
 
 A GPU comes now and then, for about 15 minutes, on a machine that starts bare. So nothing is prepared there:
 the invocations, their data and their estimates are ready here, and a visit runs them.
@@ -13,8 +14,8 @@ the invocations, their data and their estimates are ready here, and a visit runs
 * ``afl queue run`` (on the GPU machine) unpacks them (MD5-checked against the registry), checks the machine,
   refuses an entry that cannot finish in the minutes left, runs it with checkpoints every minute, stops it cleanly
   at the deadline, and leaves one ``<entry>.tar.gz`` per entry in the output folder (results, and checkpoints
-  where the run stopped midway and they are small enough to come back), then prints what to commit. Given that
-  archive back (``--resume-from``) a stopped entry goes on from its checkpoints.
+  where the run stopped midway and they are small enough to come back), then prints what to commit. Committed
+  under ``results/gpu-queue-carry/`` (or given with ``--resume-from``), that archive lets a stopped entry go on.
 """
 from __future__ import annotations
 
@@ -70,26 +71,29 @@ CHECKPOINT_MB = {("cnn-cifar", "fedavg"): 6.7, ("cnn-cifar", "fedcm"): 9.9, ("cn
 
 @dataclass(frozen=True)
 class Entry:
-    """One invocation: ``afl repro <experiment> <args>`` on the GPU, written to ``results/<dest>``; ``datasets``:
-    what it loads; ``width``: clients per engine call (the rate's key); ``waits_for``: why it cannot run yet."""
+    """One invocation: ``afl repro <experiment> --seeds S --set <sets> --device cuda``, written to ``results/<dest>``;
+    ``datasets``: what it loads; ``width``: clients per engine call (the rate's key); ``waits_for``: why it cannot
+    run yet."""
 
     name: str
     experiment: str
-    args: tuple
+    sets: dict = field(compare=False)
     dest: str
     model: str
     width: int
     datasets: tuple
     note: str = ""
     waits_for: str = ""
-    sets: dict = field(default_factory=dict, compare=False)
 
     @property
     def argv(self) -> list[str]:
-        return ["repro", self.experiment, *self.args, "--device", "cuda"]
+        sets = [a for k, v in self.sets.items() if k != "seeds"
+                for a in ("--set", f"{k}={','.join(v) if isinstance(v, tuple) else v}")]
+        return ["repro", self.experiment, "--seeds", str(self.sets["seeds"]), *sets, "--device", "cuda"]
 
     def client_steps(self) -> int:
-        """Client steps of the whole invocation, from the experiment's setting."""
+        """Client steps of the whole invocation, from the experiment's setting (GHBM's: rounds x clients a round x
+        local steps, per method, split and seed)."""
         from .repro import ghbm
         overrides = {k: v for k, v in self.sets.items() if k != "seeds"}
         cfg = ghbm.setting(self.experiment, quick=False, **overrides)
@@ -134,19 +138,16 @@ class Entry:
         return "pending"
 
 
-def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str = "", **sets) -> Entry:
-    args = []
-    seeds = sets.pop("seeds", 1)
-    for k, v in sets.items():
-        args += ["--set", f"{k}={','.join(v) if isinstance(v, tuple) else v}"]
+def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str = "", seeds: int = 1,
+          **sets) -> Entry:
+    """An entry of ``afl repro ghbm-table2`` (one seed unless told) with these ``--set`` fields."""
     dataset = sets.get("dataset", "cifar10-jpeg")
     model = {"cifar10-jpeg": "cnn-cifar", "shakespeare": "char-lstm"}[dataset]
-    return Entry(name, "ghbm-table2", ("--seeds", str(seeds), *args), dest, model, width, (dataset,), note,
-                 waits_for, sets | {"seeds": seeds})
+    return Entry(name, "ghbm-table2", {"seeds": seeds} | sets, dest, model, width, (dataset,), note, waits_for)
 
 
-#: The queue, in the order it runs (issue 41): GHBM's CIFAR-10 headline row first (alpha = 0, one seed, the paper's
-#: 20,000 rounds; one method per entry so that each fits one call), then the rest.
+#: The queue, in the order it runs (issue 41): GHBM's CIFAR-10 headline row first (alpha = 0, one seed), at a tenth
+#: of the paper's rounds as one fleet, then at its 20,000 rounds one method per entry, then the rest.
 HEADLINE = ("fedavg", "fedcm", "ghbm", "localghbm", "fedhbm")
 QUEUE: list[Entry] = [
     _ghbm("ghbm-cifar10-noniid-headline-2000-rounds", "ghbm-cifar10-2000-rounds", width=50,
@@ -325,4 +326,52 @@ def run(entry: Entry, minutes: float, out: Path, device: str = "cuda", resume_fr
                        f"visit, 'afl queue run {entry.name}' goes on from those left on the machine")}
 
 
-__all__ = ["QUEUE", "RATES", "Entry", "find", "listing", "next_entries", "pack", "unpack", "machine", "run"]
+def load_rates(path: Path) -> dict:
+    """:data:`RATES` with the rates measured since over them: a JSON list of ``{model, clients, rate, basis}``, or
+    ``{"rates": [...]}`` (``tools/gpu_visit.py``'s rates.json)."""
+    rates = dict(RATES)
+    try:
+        saved = json.loads(Path(path).read_text())
+        for row in saved["rates"] if isinstance(saved, dict) else saved:
+            rates[(row["model"], int(row["clients"]))] = (check_real("rate", row["rate"], 0, strict_low=True),
+                                                          str(row["basis"]))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ParameterError("--rates", str(path), f"a JSON file of measured rates: [{{model, clients, rate, basis}}, "
+                             f"...] ({type(error).__name__}: {error})") from None
+    return rates
+
+
+def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda", rates: dict | None = None,
+          pack: Path | None = None, data_root: Path = Path("/tmp/afl-data"), resume_from: Path | None = None,
+          allow_partial: bool = False) -> list[dict]:
+    """``afl queue run``: check the machine, unpack ``pack`` (its MD5s checked), then run ``entries`` (default: the
+    next that fit the ``minutes``; with ``allow_partial`` and none fitting, the next that goes on from carried
+    checkpoints) one after the other within the minutes, each from its carried archive if one is committed. Writes
+    ``out/queue-report.json``; returns each entry's report (:func:`run`)."""
+    print(f"afl queue: on {machine(device)}", flush=True)
+    t_end = time.monotonic() + minutes * 60
+    env = {}
+    if pack is not None:
+        env["AFL_DATA"] = str(unpack(pack, data_root))
+        print(f"afl queue: data unpacked into {data_root}, MD5s checked", flush=True)
+    entries = entries or next_entries(minutes, rates)
+    if not entries and allow_partial:
+        entries = [e for e in QUEUE if e.status(rates) == "pending"][:1]
+    if not entries:
+        raise ParameterError("--minutes", minutes, "time for at least the next pending entry: " + "; ".join(
+            f"{r['name']} needs {r['minutes'] + OVERHEAD_MIN:.1f}" for r in listing(rates)
+            if r["status"] == "pending")[:400])
+    reports = []
+    for entry in entries:
+        left = (t_end - time.monotonic()) / 60
+        print(f"afl queue: {entry.name}: afl {' '.join(entry.argv)} ({left:.1f} minutes left)", flush=True)
+        resume = resume_from or carry(entry)
+        reports.append(run(entry, left, out, device=device, rates=rates, env=env,
+                           resume_from=resume if resume.is_file() else None, allow_partial=allow_partial))
+        print(json.dumps(reports[-1]), flush=True)
+    (Path(out) / "queue-report.json").write_text(json.dumps(reports, indent=1))
+    return reports
+
+
+__all__ = ["QUEUE", "RATES", "Entry", "find", "listing", "next_entries", "pack", "unpack", "machine", "run",
+           "load_rates", "visit"]

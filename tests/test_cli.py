@@ -255,6 +255,26 @@ def test_a_second_command_on_one_out_is_refused_while_the_first_runs(tiny_experi
     assert not (out / ".favas-table2.lock").exists()
 
 
+def test_bad_paths_are_named_before_anything_is_created(tiny_experiment, tmp_path, capsys):
+    out = tmp_path / "res"
+    (tmp_path / "not-json").write_text("hello")
+    (tmp_path / "no-config.json").write_text('{"runs": []}')
+    cases = [(["--reuse", str(tmp_path / "not-json")], "reuse="), (["--reuse", str(tmp_path / "no-config.json")],
+             "reuse="), (["--root", str(tmp_path / "missing")], "--root="), (["--out", ""], "--out=''")]
+    for extra, named in cases:
+        argv = ["repro", "favas-table2", "--out", str(out), *extra] if "--out" not in extra else \
+            ["repro", "favas-table2", *extra]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"afl: error: {named}" in err and "Traceback" not in err, (extra, err)
+        assert not out.exists() and not (tmp_path / "missing").exists()
+    assert main(["repro", "favas-table2", "--out", str(out)]) == 0
+    (out / "favas-table2.json").write_text((out / "favas-table2.json").read_text().replace(
+        '"experiment": "favas-table2"', '"experiment": "ghbm-tau"'))
+    assert main(["repro", "favas-table2", "--replot", "--out", str(out)]) == 2
+    assert "it holds ghbm-tau's result" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------ afl data verify
 
 @pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the MNIST mirror")

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from ..errors import check, check_choice
+from .runner import read_result
 from . import favas, fedast, ghbm, qafel
 
 #: experiment name -> module that computes it
@@ -22,7 +23,10 @@ def replot(name: str, out="results"):
     check_choice("experiment", name, EXPERIMENTS)
     path = Path(out) / f"{name}.json"
     check(path.is_file(), "out", str(out), f"a folder holding {name}.json (run the experiment first)")
-    return EXPERIMENTS[name].write_result(json.loads(path.read_text()), out, write_json=False)
+    result = read_result(path, "out")
+    check(result["experiment"] == name, "out", str(out), f"a folder holding {name}.json written by afl repro {name} "
+          f"(it holds {result['experiment']}'s result)")
+    return EXPERIMENTS[name].write_result(result, out, write_json=False)
 
 
 def report(result: dict, per_run: bool = True) -> str:

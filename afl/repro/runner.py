@@ -124,10 +124,25 @@ def same_settings(recorded: dict | None, algorithm: str, ignore=(), **values) ->
     return all(recorded.get(k, default[k]) == v for k, v in want.items() if k not in ignore)
 
 
-def reusable_runs(path, grid: Grid) -> list[dict]:
-    """The runs of another experiment's JSON that ``grid`` would compute exactly so: same setting apart from
-    the selection fields (a field added since it was saved counts as its default), and each still current."""
-    other = json.loads(Path(path).read_text())
+def read_result(path, name: str) -> dict:
+    """A result JSON written by ``afl repro`` (its ``experiment``, ``config`` and ``runs``); a :class:`ParameterError`
+    naming ``name`` (the option that gave the path) and the file otherwise."""
+    try:
+        result = json.loads(Path(path).read_text())
+        ok = isinstance(result, dict) and {"experiment", "config", "runs"} <= set(result)
+        why = ""
+    except (OSError, ValueError) as error:
+        ok, why = False, f": {error}"
+    if not ok:
+        raise ParameterError(name, str(path), f"a result JSON written by afl repro, with its experiment, config and "
+                             f"runs{why}")
+    return result
+
+
+def reusable_runs(other: dict, grid: Grid) -> list[dict]:
+    """The runs of another experiment's result (:func:`read_result`) that ``grid`` would compute exactly so: same
+    setting apart from the selection fields (a field added since it was saved counts as its default), and each
+    still current."""
     config = {f.name: f.default for f in fields(grid.cfg) if f.default is not MISSING} | other["config"]
     if setting_key(config, grid.selection) != grid.setting_key:
         return []
@@ -227,8 +242,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     if fleet_size is not None:
         check_int("fleet_size", fleet_size, 1)
     reuse = [Path(p) for p in reuse]
-    for p in reuse:
-        check(p.is_file(), "reuse", str(p), "JSON results written by afl repro")
+    others = [read_result(p, "reuse") for p in reuse]
     if not fresh:
         check_replaceable(grid, out)
     out = output_dir(out)
@@ -241,7 +255,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
             shutil.rmtree(checkpoints, ignore_errors=True)
         resumed = [r for r in partial.load() if grid.current(r)]
         have = {grid.key_of(r) for r in resumed}
-        reused = [r for p in reuse for r in reusable_runs(p, grid) if grid.key_of(r) not in have]
+        reused = [r for other in others for r in reusable_runs(other, grid) if grid.key_of(r) not in have]
         runs = compute(grid, done=resumed + reused, partial=partial, progress=progress, fleet=fleet, ray=ray,
                        processes=processes, device=device, checkpoints=checkpoints)
     except BaseException:
