@@ -39,7 +39,8 @@ def log(msg: str) -> None:
 def tests(out: Path, seconds: float, cpu: bool) -> bool:
     """The recorded graphs' tests (they gate the graphs: if one fails, the rest of the visit runs with
     ``AFL_CUDA_GRAPHS=0``), then the engine's other CUDA tests; both logs in tests.log."""
-    suites = [["tests/test_graphs.py"], ["tests/test_engine.py", "tests/test_fleet.py", "-k", "cuda or gpu"]]
+    suites = [["tests/test_graphs.py"],
+              ["tests/test_engine.py", "tests/test_fleet.py", "tests/test_conv.py", "-k", "cuda or gpu"]]
     codes = []
     with open(out / "tests.log", "w") as f:
         for select in suites[:1] if cpu else suites:
@@ -51,7 +52,7 @@ def tests(out: Path, seconds: float, cpu: bool) -> bool:
                                             timeout=seconds / 2).returncode)
             except subprocess.TimeoutExpired:
                 codes.append("timeout")
-    log(f"tests: exit codes {codes} (graphs, engine): {(out / 'tests.log').read_text().strip().splitlines()[-1:]}")
+    log(f"tests: exit codes {codes} (graphs; engine, fleet, convolutions): {(out / 'tests.log').read_text().strip().splitlines()[-1:]}")
     return codes[0] == 0
 
 
