@@ -52,7 +52,8 @@ def tests(out: Path, seconds: float, cpu: bool) -> bool:
                                             timeout=seconds / 2).returncode)
             except subprocess.TimeoutExpired:
                 codes.append("timeout")
-    log(f"tests: exit codes {codes} (graphs; engine, fleet, convolutions): {(out / 'tests.log').read_text().strip().splitlines()[-1:]}")
+    last = (out / "tests.log").read_text().strip().splitlines()[-1:]
+    log(f"tests: exit codes {codes} (graphs; engine, fleet, convolutions): {last}")
     return codes[0] == 0
 
 
