@@ -13,7 +13,8 @@ which under ``vmap`` becomes one batched matmul over clients. With ``AFL_CONV_WE
 took its patches with ``F.unfold``, whose CUDA kernel PyTorch launches once per sample (a loop over the batch in
 ``Im2Col.cu``: 25,600 launches for 400 clients of 64 images), and ran at 651 client-steps/s at every width where
 cuDNN ran 1,579-3,104. The patches are now a strided view (``Tensor.unfold``) and one copy;
-``tools/conv_wgrad_probe.py`` times the ways side by side for the next GPU visit. Same gradients to float rounding (``tests/test_conv.py``).
+``tools/conv_wgrad_probe.py`` times the ways side by side for the next GPU visit. Same gradients to float rounding
+(``tests/test_conv.py``).
 """
 from __future__ import annotations
 
