@@ -2,7 +2,6 @@
 run that never stopped, for every method on synchronous rounds (each keeps other state: momenta, past models,
 control variates, the client store, MIME's full-batch gradients)."""
 import json
-import pathlib
 
 import pytest
 import torch
@@ -13,6 +12,7 @@ from afl.cli import main
 from afl.errors import ParameterError, RunsFailed
 from afl.repro import ghbm as repro_ghbm
 from afl.results import RunProgress, simulating
+from test_data import Planted
 from test_repro_ghbm import TINY, synthetic  # noqa: F401 -- synthetic: the GHBM grid on a synthetic task
 from test_rounds import CASES, K, LR, S, WD, algorithm_of, federation
 
@@ -186,19 +186,9 @@ def test_a_bad_checkpoint_interval_names_the_variable(text, monkeypatch):
         every_s()
 
 
-class _Planted:
-    """Unpickled by plain ``pickle``, this creates a file: what a planted checkpoint could run."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
-
-
 def test_a_planted_checkpoint_runs_nothing(tmp_path):
     marker, path = tmp_path / "ran", tmp_path / "run.ckpt"
-    torch.save({"identity": {"algorithm": "fedavg"}, "state": _Planted(marker)}, path)
+    torch.save({"identity": {"algorithm": "fedavg"}, "state": Planted(marker)}, path)
     with pytest.raises(ParameterError, match="run.ckpt.*unreadable"):
         RunCheckpoint(path, {"algorithm": "fedavg"}).load()
     assert not marker.exists()

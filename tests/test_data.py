@@ -545,8 +545,9 @@ def test_a_changed_byte_with_its_mtime_restored_is_caught(tmp_path, tmp_cache):
         load_dataset("mnist", root=tmp_path, checksums=sums)
 
 
-class _Planted:
-    """A pickled object that, unpickled by plain ``pickle``, creates a file (what a planted file could do)."""
+class Planted:
+    """A pickled object that, unpickled by plain ``pickle``, creates a file: what a planted file could do (a data
+    file here, a checkpoint in ``tests/test_checkpoint.py``)."""
 
     def __init__(self, marker):
         self.marker = marker
@@ -559,7 +560,7 @@ def test_a_planted_cifar_pickle_runs_nothing(tmp_path):
     from afl.data.vision import _unpickle
     marker = tmp_path / "ran"
     bad = tmp_path / "data_batch_1"
-    bad.write_bytes(pickle.dumps({b"data": _Planted(marker)}, protocol=2))
+    bad.write_bytes(pickle.dumps({b"data": Planted(marker)}, protocol=2))
     with pytest.raises(ParameterError, match="file=.*data_batch_1.*CIFAR python data file"):
         _unpickle(bad)
     assert not marker.exists()

@@ -138,7 +138,7 @@ def profile(out: Path, cpu: bool) -> None:
     (out / "profile.txt").write_text(prof.key_averages().table(sort_by=sort, row_limit=30, max_name_column_width=70))
 
 
-def probe(out: Path, seconds: float, cpu: bool) -> list[dict]:
+def probe(out: Path, cpu: bool) -> list[dict]:
     """GHBM's CIFAR-10 protocol (alpha = 0) for a few hundred rounds: end-to-end client-steps/s of FedAvg and FedHBM
     alone (10 clients a call) and of the headline's five methods as one fleet (50), the rates the queue's entries
     are sized with."""
@@ -206,7 +206,7 @@ def main(argv=None) -> int:
             log(f"profile failed: {error!r}")
     rates_file = None
     if "probe" not in args.skip:
-        probe(out, 90, args.cpu_test)
+        probe(out, args.cpu_test)
         rates_file = out / "rates.json"
     if "queue" in args.skip or args.cpu_test:
         return 0

@@ -139,14 +139,17 @@ def read_result(path, name: str) -> dict:
     return result
 
 
+def same_setting(saved: dict, grid: Grid) -> bool:
+    """Whether a saved result's setting is ``grid``'s apart from the selection fields (a field added since it was
+    saved counts as its default)."""
+    config = {f.name: f.default for f in fields(grid.cfg) if f.default is not MISSING} | saved["config"]
+    return setting_key(config, grid.selection) == grid.setting_key
+
+
 def reusable_runs(other: dict, grid: Grid) -> list[dict]:
     """The runs of another experiment's result (:func:`read_result`) that ``grid`` would compute exactly so: same
-    setting apart from the selection fields (a field added since it was saved counts as its default), and each
-    still current."""
-    config = {f.name: f.default for f in fields(grid.cfg) if f.default is not MISSING} | other["config"]
-    if setting_key(config, grid.selection) != grid.setting_key:
-        return []
-    return [r for r in other["runs"] if grid.current(r)]
+    setting (:func:`same_setting`), and each still current."""
+    return [r for r in other["runs"] if grid.current(r)] if same_setting(other, grid) else []
 
 
 def check_replaceable(grid: Grid, out) -> None:
@@ -159,9 +162,7 @@ def check_replaceable(grid: Grid, out) -> None:
         return
     try:
         saved = json.loads(path.read_text())
-        config = {f.name: f.default for f in fields(grid.cfg) if f.default is not MISSING} | saved["config"]
-        kept = setting_key(config, grid.selection) == grid.setting_key and {
-            grid.key_of(r) for r in saved["runs"]} <= set(grid.keys)
+        kept = same_setting(saved, grid) and {grid.key_of(r) for r in saved["runs"]} <= set(grid.keys)
         held = f"{len(saved['runs'])} runs"
     except (ValueError, KeyError, TypeError):
         kept, held = False, "something afl cannot read as a result"
