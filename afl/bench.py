@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from . import conv
+from .budget import check_work
 from .data import load_dataset
 from .engine import PRECISIONS, LocalSGD, sgd_step_flops
 from .errors import check, check_choice, check_int
@@ -26,6 +27,7 @@ from .fleet import run_in_processes
 from .jobs import JobQueue
 from .models import build_model
 from .runtime import resolve_device
+from .strategies import STRATEGIES
 from .streams import ClientStreams
 
 #: model -> (dataset, batch size) of the benchmark settings.
@@ -170,6 +172,7 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
     for name in models:
         check_choice("model", name, SETTINGS)
     check_choice("precision", precision, PRECISIONS)
+    check_choice("strategy", strategy, STRATEGIES)
     peak = matmul_peak_gflops(dev, dtype=torch.bfloat16 if precision == "bf16" else torch.float32)
     rows = []
     for name in models:
@@ -262,6 +265,12 @@ def bench_fleet(grid: str = "favas-table2", quick: bool = True, seeds: int | Non
     check_choice("grid", grid, grids)
     module, dev = grids[grid], resolve_device(device)
     cfg = module.setting(grid, quick=quick, **(overrides or {}))
+    for name, value in (("fleet_size", fleet_size), ("processes", processes)):
+        if value is not None:
+            check_int(name, value, 1)
+    runs = len(module.grid(cfg, seeds=seeds, device=dev, root=root).keys)
+    check_work(cfg.work().times(runs), False, "afl repro with --allow-large (a benchmark stays within the limits)",
+               changed=overrides or ())
     timed = {}
     for label, fleet in (("sequential", False), ("fleet", True)):
         g = module.grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size)

@@ -54,7 +54,7 @@ def _bench(args) -> None:
     if args.what == "fleet":
         from .bench import bench_fleet
         row = bench_fleet(args.grid, quick=not args.paper, seeds=args.seeds, device=args.device, root=args.root,
-                          fleet_size=args.fleet_size, overrides=dict(_override(text) for text in args.overrides),
+                          fleet_size=args.fleet_size, overrides=_overrides(args.overrides),
                           processes=args.processes)
         if args.json:
             print(json.dumps(row))
@@ -118,7 +118,7 @@ def _repro(args) -> None:
         out = replot(args.experiment, args.out)
     else:
         from .fleet import ray_address
-        overrides = dict(_override(text) for text in args.overrides)
+        overrides = _overrides(args.overrides)
         seeds = args.seeds
         if "seeds" in overrides:                   # --set seeds=N is --seeds N
             if seeds is not None and overrides["seeds"] != seeds:
@@ -128,7 +128,7 @@ def _repro(args) -> None:
         out = run_experiment(args.experiment, quick=args.quick, seeds=seeds, out=args.out, root=args.root,
                              device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
                              fleet_size=args.fleet_size, ray=ray_address(args.ray), processes=args.processes,
-                             **overrides)
+                             allow_large=args.allow_large, **overrides)
     print(report(json.loads(out[0].read_text()), per_run=False))
     print()
     for p in out:
@@ -165,6 +165,18 @@ def _queue(args) -> int:
     for r in reports:
         print(f"{r['entry']}: {'finished' if r['finished'] else 'stopped'} in {r['seconds']:.0f} s; {r['commit']}")
     return 0 if all(r["finished"] for r in reports) else 1
+
+
+def _overrides(texts: list[str]) -> dict:
+    """The ``--set FIELD=VALUE`` options as ``{field: value}`` (:func:`_override`); a field given twice is an error."""
+    from .errors import ParameterError
+    overrides = {}
+    for field, value in map(_override, texts):
+        if field in overrides:
+            raise ParameterError(f"--set {field}", value, f"one value per field (it was also given as "
+                                 f"{overrides[field]!r})")
+        overrides[field] = value
+    return overrides
 
 
 def _override(text: str) -> tuple[str, object]:
@@ -298,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "command recorded with the results keeps it). A list is comma-separated (--set "
                         "methods=fedbuff,qafel_c4_s4) or a Python literal, which keeps an item's own commas "
                         "(--set \"tasksets=('mnist,fashion-mnist',)\")")
+    r.add_argument("--allow-large", action="store_true",
+                   help="run a setting estimated above afl's limits of work (1e9 client steps, 1e6 evaluations: "
+                        "far above every paper setting; afl.budget), which is refused otherwise")
     r.set_defaults(func=_repro)
 
     q = sub.add_parser("queue", help="the GPU queue: paper-scale runs prepared here, run when a GPU is lent",

@@ -506,9 +506,10 @@ class LocalSGD:
         c's training samples ``parts[c]``, without augmentation or weight decay (MIME's ``nabla f_i(x)``,
         Karimireddy et al. 2021). ``(C, P)``; computed in chunks of samples (:meth:`_client_batches`)."""
         out = torch.zeros_like(params)
-        for sel, share, views, x, y in self._client_batches(params, parts):
-            views = [v.contiguous() for v in views.values()]
-            out[sel] += torch.cat([g.reshape(len(sel), -1) for g in self._gradient(views, x, y)], 1) * share
+        with self._inference():
+            for sel, share, views, x, y in self._client_batches(params, parts):
+                views = [v.contiguous() for v in views.values()]
+                out[sel] += torch.cat([g.reshape(len(sel), -1) for g in self._gradient(views, x, y)], 1) * share
         return out
 
     @torch.no_grad()
@@ -516,11 +517,13 @@ class LocalSGD:
         """Each client's mean training loss ``(C,)``: model ``params[c]`` on all of client c's samples ``parts[c]``,
         without augmentation (a loss-based client score, e.g. Sync-UCB-ST's); chunks as in :meth:`full_gradient`."""
         out = torch.zeros(len(params), dtype=params.dtype, device=params.device)
-        for sel, share, views, x, y in self._client_batches(params, parts):
-            with self._clients_compute():
-                logits = self.strategy.forward(views, x).to(params.dtype)
-            loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="none")
-            out[sel] += loss.view(len(sel), -1).mean(1) * share[:, 0]
+        with self._inference():
+            for sel, share, views, x, y in self._client_batches(params, parts):
+                with self._clients_compute():
+                    logits = self.strategy.forward(views, x).to(params.dtype)
+                loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
+                                                   reduction="none")
+                out[sel] += loss.view(len(sel), -1).mean(1) * share[:, 0]
         return out
 
     def _per_client(self, value, C: int, name: str) -> Tensor:
@@ -530,6 +533,18 @@ class LocalSGD:
         check(v.shape == (C,), name, tuple(v.shape), f"a scalar or shape ({C},)")
         check(bool(torch.isfinite(v).all()), name, v.tolist(), "finite values")
         return v
+
+    @contextlib.contextmanager
+    def _inference(self):
+        """The network in eval mode (dropout off) for what is not a training step: evaluations, MIME's full-batch
+        gradients, clients' training losses; as it was after."""
+        module = self.model.module
+        training = module.training
+        module.eval()
+        try:
+            yield
+        finally:
+            module.train(training)
 
     @torch.no_grad()
     def evaluate(self, params: Tensor, split: str = "test", batch: int = 4096) -> dict[str, Tensor]:
@@ -543,15 +558,16 @@ class LocalSGD:
         correct = torch.zeros(M, device=self.device)
         loss = torch.zeros(M, device=self.device)
         step = max(1, self.chunk * 3 * self.batch_size // batch)
-        for m0 in range(0, M, step):
-            views = self.model.views(params[m0:m0 + step])
-            for lo in range(0, n, batch):
-                x = self.dataset.inputs(x_all[lo:lo + batch])
-                y = y_all[lo:lo + batch]
-                logits = self.strategy.forward(views, x, shared_input=True)
-                loss[m0:m0 + step] += nn.functional.cross_entropy(
-                    logits.transpose(1, 2), y.expand(logits.shape[0], -1), reduction="none").sum(1)
-                correct[m0:m0 + step] += (logits.argmax(-1) == y).sum(1)
+        with self._inference():
+            for m0 in range(0, M, step):
+                views = self.model.views(params[m0:m0 + step])
+                for lo in range(0, n, batch):
+                    x = self.dataset.inputs(x_all[lo:lo + batch])
+                    y = y_all[lo:lo + batch]
+                    logits = self.strategy.forward(views, x, shared_input=True)
+                    loss[m0:m0 + step] += nn.functional.cross_entropy(
+                        logits.transpose(1, 2), y.expand(logits.shape[0], -1), reduction="none").sum(1)
+                    correct[m0:m0 + step] += (logits.argmax(-1) == y).sum(1)
         out = {"accuracy": correct / n, "loss": loss / n}
         return {k: v[0] for k, v in out.items()} if single else out
 

@@ -272,39 +272,50 @@ def ray_address(flag: bool | str | None) -> str | None:
     return flag or env
 
 
-def run_on_ray(work: Callable[[list], list], items: Sequence, *, fleets: int | None = None,
+def run_on_ray(work: Callable[..., list], items: Sequence, *, fleets: int | None = None,
                address: str = "local", num_gpus: float = 0,
-               on_done: Callable[[list], None] | None = None) -> list:
-    """``work(chunk)`` for chunks of ``items`` as Ray tasks (``fleets`` of them; default: the cluster's CPUs),
-    each typically a fleet of its own on a CPU or GPU worker; the results concatenated in order.
+               on_outcome: Callable[[object], None] | None = None) -> list:
+    """``work(chunk, on_outcome=...)`` for chunks of ``items`` as Ray tasks (``fleets`` of them; default: the
+    cluster's CPUs), each typically a fleet of its own on a CPU or GPU worker; every outcome, in the order the runs
+    ended. ``on_outcome`` gets each as its run ends, not when its chunk does: a task streams its outcomes back
+    (a Ray generator task, :func:`_streamed`), so that ``afl repro --ray`` saves every run as it ends.
 
     ``work`` and the items must be picklable (a module-level function or a ``functools.partial`` of one, and
     plain data). ``address``: ``"local"`` starts a local Ray instance; anything else is passed to
-    ``ray.init``. ``on_done`` is called with each chunk's results as they arrive. Install with
-    ``pip install 'afl[ray]'``.
+    ``ray.init``. Install with ``pip install 'afl[ray]'``.
     """
     try:
         import ray
     except ImportError:
         raise ParameterError("ray", address, "an installed Ray: pip install 'afl[ray]'") from None
     if not ray.is_initialized():
-        if address not in ("local", "auto") and not address.startswith("ray://"):
-            _reachable(address)
+        check_ray_address(address)
         ray.init(address=None if address == "local" else address, include_dashboard=False,
                  log_to_driver=False)
     if fleets is None:
         fleets = max(1, int(ray.cluster_resources().get("CPU", 1)))
     parts = chunks(list(items), check_int("fleets", fleets, 1))
-    remote = ray.remote(num_cpus=1, num_gpus=num_gpus)(_call)
-    pending = {remote.remote(work, part): i for i, part in enumerate(parts)}
-    results: list = [None] * len(parts)
+    remote = ray.remote(num_cpus=1, num_gpus=num_gpus)(_streamed)
+    pending = [remote.remote(work, part) for part in parts]
+    outcomes = []
     while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
-        i = pending.pop(ready[0])
-        results[i] = ray.get(ready[0])
-        if on_done is not None:
-            on_done(results[i])
-    return [r for part in results for r in part]
+        ready, _ = ray.wait(pending, num_returns=1)     # a task with an outcome to give, or one that ended
+        try:
+            outcome = ray.get(next(ready[0]))
+        except StopIteration:
+            pending.remove(ready[0])
+            continue
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return outcomes
+
+
+def check_ray_address(address: str) -> None:
+    """A :class:`ParameterError` naming ``--ray`` unless ``address`` is ``"local"``, ``"auto"``, a ``ray://`` URL or
+    a ``host:port`` that answers (:func:`_reachable`): checked before anything is created."""
+    if address not in ("local", "auto") and not address.startswith("ray://"):
+        _reachable(address)
 
 
 def _reachable(address: str, timeout_s: float = 10.0) -> None:
@@ -322,9 +333,29 @@ def _reachable(address: str, timeout_s: float = 10.0) -> None:
                              f"{error.strerror or error})") from None
 
 
-def _call(work, chunk):
-    return work(chunk)
+def _streamed(work, chunk):
+    """A Ray generator task: ``work(chunk, on_outcome=...)`` in a thread of the worker, each outcome yielded as its
+    run ends; an error of ``work`` raised after the outcomes before it."""
+    box: queues.SimpleQueue = queues.SimpleQueue()
+    end = object()
+
+    def run():
+        try:
+            work(chunk, on_outcome=box.put)
+        except BaseException as error:          # noqa: B036 -- handed to the task's thread, which raises it
+            box.put(_Raised(error))
+        box.put(end)
+    threading.Thread(target=run, daemon=True).start()
+    while (item := box.get()) is not end:
+        if isinstance(item, _Raised):
+            raise item.error
+        yield item
+
+
+@dataclass
+class _Raised:
+    error: BaseException
 
 
 __all__ = ["DEFAULT_SIZE", "Outcome", "attempt", "run_fleet", "run_one_by_one", "run_in_processes", "chunks",
-           "ray_address", "run_on_ray"]
+           "ray_address", "check_ray_address", "run_on_ray"]

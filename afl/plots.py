@@ -13,6 +13,8 @@ import zlib
 
 import numpy as np
 
+from .stats import series_mean_std
+
 #: name -> (colour, line style, label). Colours: tab10; a method's variants share its colour (QAFeL's
 #: ablation, quantizing the model itself instead of a hidden state, is a scheme of its own: purple).
 METHOD_STYLES: dict[str, tuple[str, str, str]] = {
@@ -86,9 +88,9 @@ def style(method: str) -> dict:
 
 
 def mean_std(runs: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and (population) standard deviation over seeds of equally long series."""
-    arr = np.asarray(runs, dtype=float)
-    return arr.mean(axis=0), arr.std(axis=0)
+    """Mean and sample standard deviation (ddof = 1; NaN with one seed) over seeds of equally long series
+    (:func:`afl.stats.series_mean_std`)."""
+    return series_mean_std(runs)
 
 
 def band_label(n: int) -> str:

@@ -348,6 +348,7 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
     next that fit the ``minutes``; with ``allow_partial`` and none fitting, the next that goes on from carried
     checkpoints) one after the other within the minutes, each from its carried archive if one is committed. Writes
     ``out/queue-report.json``; returns each entry's report (:func:`run`)."""
+    check_real("--minutes", minutes, 0, strict_low=True, hint="wall minutes this call may use")
     print(f"afl queue: on {machine(device)}", flush=True)
     t_end = time.monotonic() + minutes * 60
     env = {}

@@ -97,7 +97,9 @@ class VmapStrategy(Strategy):
         return x.permute(1, 3, 4, 0, 2).contiguous().permute(3, 0, 4, 1, 2)
 
     def forward(self, params, x, shared_input=False):
-        return vmap(self._one, in_dims=(0, None if shared_input else 0))(params, self._layout(x, shared_input))
+        # randomness "different": a dropout layer draws each client's own mask (a model without one draws nothing)
+        return vmap(self._one, in_dims=(0, None if shared_input else 0), randomness="different")(
+            params, self._layout(x, shared_input))
 
     def gradient(self, params, x, y):
         return self._autograd_gradient(params, x, y)

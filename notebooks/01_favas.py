@@ -61,6 +61,7 @@ from IPython.display import Markdown, display
 from afl.algorithms import make_federation, run_algorithm
 from afl.data import load_dataset
 from afl.plots import style
+from afl.stats import pm
 from afl.repro.favas import (METHODS, compute_run, plot_accuracy, plot_table2, plot_variance, reference, setting,
                              table2_markdown)
 from afl.sim import (Exponential, class_counts, contact_steps_pmf, plot_steps_histogram, plot_timeline,
@@ -413,7 +414,7 @@ for name, split in (("favas-fig1", "2/3 fast"), ("favas-fig2", "1/9 fast")):
     print(f"{name}: {res['command']!r} on {res['machine']}")
     for m, v in res["rows"].items():
         paper = reference(m)[sp]
-        print(f"  {style(m)['label']:32s} ours (measured) {v[sp]['mean']:5.1f} ± {v[sp]['std']:4.1f}   "
+        print(f"  {style(m)['label']:32s} ours (measured) {pm(v[sp]['mean'], v[sp]['std']):>11}   "
               f"paper (reference, {METHODS[m].algorithm}) {paper[0]} ± {paper[1]}")
 
 # %% [markdown]

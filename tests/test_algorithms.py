@@ -4,6 +4,7 @@ Each reference replays the simulator's contacts (who was taken when, with how ma
 client with a fresh model copy and ``torch.optim.SGD``, aggregating with the update rules written out here
 from the papers; the fast path (vectorized engine, lazy jobs) must end at the same server model.
 """
+import dataclasses
 import math
 
 import numpy as np
@@ -267,3 +268,37 @@ def test_client_state_store():
     assert torch.equal(store.table("c"), torch.zeros(4, 3))
     with pytest.raises(ParameterError, match="name"):
         store["missing"]
+
+
+@pytest.mark.parametrize("name, kw, field", [("favas", dict(total_time=1e300, eval_every=1e299), "total_time"),
+                                             ("favas", dict(total_time=100.0, eval_every=1e-9), "eval_every"),
+                                             ("fedavg", dict(total_time=1e12, eval_every=1e11), "total_time")])
+def test_a_run_above_the_work_limits_is_refused_unless_allowed(name, kw, field, monkeypatch):
+    with pytest.raises(ParameterError, match=f"{field}=.*allow_large=True"):
+        run_algorithm(name, federation(), **kw, **RUN[name])
+    class WouldRun(Exception):
+        pass
+
+    def protocol(*args, **kwargs):
+        raise WouldRun
+    monkeypatch.setitem(REGISTRY, name, dataclasses.replace(get(name), protocol=protocol))
+    with pytest.raises(WouldRun):                       # allowed: it starts computing
+        run_algorithm(name, federation(), **kw, **RUN[name], allow_large=True)
+
+
+def test_the_work_estimate_of_a_run():
+    from afl.algorithms import run_work
+    fed = federation()                                  # N clients, half slow: mean step times 2 and 8
+    favas = run_work(get("favas"), get("favas").make_settings(**RUN["favas"]), fed, 100.0, 10.0)
+    assert favas.client_steps == pytest.approx(100.0 * N * (0.5 / 2 + 0.5 / 8)) and favas.evaluations == 11
+    fedavg = run_work(get("fedavg"), get("fedavg").make_settings(**RUN["fedavg"], timing="rounds"), fed, 7.5, 2.0)
+    cfg = get("fedavg").make_settings(**RUN["fedavg"])
+    assert fedavg.client_steps == 8 * cfg.s * cfg.K and fedavg.evaluations == 4
+
+
+def test_staleness_weights_the_paper_and_flsim():
+    """FedBuff's 1/sqrt(1 + tau), and FLSim's the same over its value at tau = 1 (QAFeL's code)."""
+    from afl.algorithms.fedbuff import STALENESS
+    for tau, paper, flsim in ((0, 1.0, math.sqrt(2)), (1, 1 / math.sqrt(2), 1.0), (8, 1 / 3, math.sqrt(2) / 3)):
+        assert STALENESS["sqrt"](tau) == pytest.approx(paper) and STALENESS["sqrt-flsim"](tau) == pytest.approx(flsim)
+    assert STALENESS["none"](8) == 1.0

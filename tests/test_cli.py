@@ -312,7 +312,9 @@ def test_reuse_takes_identical_runs_and_replot_computes_nothing(tiny_experiment,
     fig1 = json.loads((out / "favas-fig1.json").read_text())
     assert fig1["reused_runs"] == len(fig1["runs"]) == 2 and "--reuse" in fig1["command"]
     (out / "favas-fig1.md").unlink()
+    runs = json.loads((out / "favas-fig1.json").read_text())["runs"]
     assert main(["repro", "favas-fig1", "--out", str(out), "--replot"]) == 0
+    assert json.loads((out / "favas-fig1.json").read_text())["runs"] == runs        # every run kept as it was
     assert (out / "favas-fig1.md").read_text().startswith("# favas-fig1")
     assert "2 of the 2 runs taken from the --reuse results" in (out / "favas-fig1.md").read_text()
     assert "--reuse results" not in (out / "favas-table2.md").read_text()

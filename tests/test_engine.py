@@ -474,3 +474,26 @@ def test_a_gpu_chunk_counts_memory_cached_by_pytorch_as_free():
     del blob
     assert torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > 0
     assert LocalSGD(build_model("cnn-cifar"), data, 64).chunk >= 0.9 * first
+
+
+@pytest.mark.parametrize("strategy", ["vmap", "loop"])
+def test_a_dropout_model_evaluates_in_eval_mode(strategy):
+    """Evaluations, full-batch gradients and training losses see the network in eval mode (no dropout): the same
+    model gives the same numbers twice, those of the module in eval mode; training steps keep dropout on."""
+    data = Tiny((3, 32, 32), n=48)
+    module = build_model("celeba-cnn", num_classes=4, variant="fedbuff", image_size=32, dropout=0.5, seed=0).double()
+    engine = LocalSGD(module, data, 8, strategy=strategy)
+    w = FlatModel(module).flatten().unsqueeze(0)
+    first, second = engine.evaluate(w), engine.evaluate(w)
+    assert torch.equal(first["loss"], second["loss"]) and torch.equal(first["accuracy"], second["accuracy"])
+    with torch.no_grad():
+        logits = copy.deepcopy(module).eval()(data.test_x)
+    torch.testing.assert_close(first["loss"][0], nn.functional.cross_entropy(logits, data.test_y).float())
+    parts = [torch.arange(0, 24), torch.arange(24, 48)]
+    two = w.expand(2, -1).contiguous()
+    assert torch.equal(engine.full_gradient(two, parts), engine.full_gradient(two, parts))
+    assert torch.equal(engine.train_loss(two, parts), engine.train_loss(two, parts))
+    assert module.training                                         # train mode again for the training steps
+    batches = torch.stack([torch.arange(8), torch.arange(8)]).unsqueeze(1)
+    trained = [engine.run(two, batches, steps=torch.ones(2, dtype=torch.long), lr=0.1) for _ in range(2)]
+    assert not torch.equal(*trained)                               # dropout draws differ from call to call

@@ -23,11 +23,14 @@ def pool(costs):
     return three_speed(N, base=ShiftedExponential(shift=0.5, mean=1.0), seed=0, costs=costs)
 
 
-def replay(schedule, task, m, fed):
-    """Algorithm 2 by hand: every arrival trains from the model version it was sent with."""
+def replay(schedule, task, m, fed, first_wave="paper"):
+    """Algorithm 2 by hand: every arrival trains from the model version it was sent with; with the code's first
+    wave, a version-0 request trains from the version live when its client started it."""
     versions, buffer = [fed.init.clone()], []
+    steps = schedule.server_steps[m]
     for u in (u for u in schedule.updates if u.task == m):
-        start = versions[u.version]
+        live = sum(t <= u.start for t in steps)
+        start = versions[live if first_wave == "current" and u.version == 0 else u.version]
         batches = fed.queue.streams.take(u.client, task.steps)
         y = fed.engine.run(start[None], batches[None], [task.steps], task.lr, task.weight_decay)[0]
         buffer.append(start - y)
@@ -51,6 +54,23 @@ def test_fedast_equals_a_replay_of_its_schedule():
         uploads = sum(u.task == m for u in schedule.updates)
         assert out["tasks"][m]["uploads"] == uploads and out["tasks"][m]["client_steps"] == uploads * task.steps
         assert out["tasks"][m]["curve"]["time"] == [0, 4, 8, 12]
+
+
+@pytest.mark.parametrize("first_wave", ["paper", "current"])
+def test_the_first_wave_trains_from_x0_or_from_the_model_live_at_its_start(first_wave):
+    """A single task whose first requests queue behind each other on few clients: with the paper's first wave they
+    train from x^(0); with the code's, those started after an aggregation train from the model it made."""
+    task = FedASTTask(lr=0.05, server_lr=0.7, steps=2, requests=30, buffer=2, name="a")
+    out = run_fedast([federation(0)], [task], pool([0.15]), total_time=6, eval_every=2, cap=None, seed=2,
+                     cap_first=False, first_wave=first_wave)
+    schedule = out["schedule"]
+    late = [u for u in schedule.updates if u.version == 0 and u.start > schedule.server_steps[0][0]]
+    assert late                                                      # the case the two settings differ on
+    model, steps = replay(schedule, task, 0, federation(0), first_wave)
+    assert steps == out["tasks"][0]["server_steps"] > 2
+    torch.testing.assert_close(out["tasks"][0]["model"], model, rtol=1e-10, atol=1e-12)
+    other, _ = replay(schedule, task, 0, federation(0), {"paper": "current", "current": "paper"}[first_wave])
+    assert not torch.allclose(out["tasks"][0]["model"], other)
 
 
 def test_fedast_learns():

@@ -395,3 +395,31 @@ def test_an_unreachable_ray_cluster_is_an_error_in_seconds():
         _reachable("127.0.0.1:1", timeout_s=2)
     with pytest.raises(ParameterError, match="ray='nonsense'.*host:port"):
         _reachable("nonsense")
+
+
+def test_ray_tasks_hand_over_each_run_as_it_ends():
+    """``afl repro --ray`` saves every run as it ends: a task streams its outcomes, so the first run of a slow
+    chunk arrives long before the chunk ends; an error in a task comes after the outcomes before it."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'afl[ray]' runs this test")
+    import time
+    from afl.fleet import Outcome, run_on_ray
+
+    def work(chunk, on_outcome):                 # a closure: Ray ships it by value
+        for seconds in chunk:
+            if seconds < 0:
+                raise RuntimeError("a task failed")
+            time.sleep(seconds)
+            on_outcome(Outcome(seconds, seconds))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        arrived = {}
+        outcomes = run_on_ray(work, [0.1, 4.0], fleets=1, address="local",
+                              on_outcome=lambda o: arrived.setdefault(o.key, time.perf_counter()))
+        assert [o.key for o in outcomes] == [0.1, 4.0]
+        assert arrived[4.0] - arrived[0.1] > 3.0             # one task: its first run came back when it ended
+        got = []
+        with pytest.raises(RuntimeError, match="a task failed"):
+            run_on_ray(work, [0.1, -1.0], fleets=1, address="local", on_outcome=got.append)
+        assert [o.key for o in got] == [0.1]
+    finally:
+        ray.shutdown()

@@ -47,7 +47,9 @@ def test_settings_follow_the_paper():
     assert cfg.run_kwargs("fedbuff")[0] == "fedbuff"
     fig3 = qr.setting("qafel-fig3", quick=False)
     assert [round(fig3.arrival_rate(c)) for c in fig3.concurrencies] == [125, 627, 1253]    # App. D
-    assert fig3.run_kwargs("qafel_c4_s4", 500)[1]["staleness"] == "sqrt"
+    assert fig3.run_kwargs("qafel_c4_s4", 500)[1]["staleness"] == "sqrt-flsim"                # FLSim's weight
+    assert qr.setting("qafel-fig3", staleness="sqrt").run_kwargs("qafel_c4_s4", 500)[1]["staleness"] == "sqrt"
+    assert fig3.dropout == 0.1                                                                     # App. D
     assert qr.setting("qafel-table1", quantizer="qsgd").run_kwargs("qafel_c8_s2")[1]["client_quantizer"] == "qsgd:8"
     assert qr.setting("qafel-table2").run_kwargs("qafel_c2_stopk")[1]["server_quantizer"] == "topk-mask:0.1"
 
@@ -113,7 +115,7 @@ def test_runs_table_and_uploads_to_target():
         assert r["dataset"] == "synthetic" and r["concurrency"] is None
     rows = qr.table(runs + [dict(easy, method="qafel_c8_s8")])
     assert rows["fedbuff"]["reached"] == 0 and rows["fedbuff"]["uploads_to_target"]["mean"] is None
-    assert rows["qafel_c8_s8"]["uploads_to_target"] == {"mean": 0.0, "std": 0.0, "per_seed": [0.0]}
+    assert rows["qafel_c8_s8"]["uploads_to_target"] == {"mean": 0.0, "std": None, "per_seed": [0.0]}
     assert rows["qafel_c4_s4"]["kb_per_upload"] < rows["fedbuff"]["kb_per_upload"]
     md = qr.table_markdown(rows, qr.PAPER_TABLE1)
     assert "| fedbuff | – | 0/1 | 26.1 ± 6.7 |" in md

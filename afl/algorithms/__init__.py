@@ -8,8 +8,11 @@ its protocol (:mod:`afl.algorithms.registry`); :func:`run_algorithm` is the one 
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
+from ..budget import Work, busy_clients_work, check_work, evaluations
 from ..checkpoint import EVERY_S, RunCheckpoint
 from ..data import load_dataset, partition as make_partition
 from ..engine import LocalSGD
@@ -21,7 +24,7 @@ from ..streams import ClientStreams
 from . import (feddyn, favas, fedavg, fedbuff, fedcm, fedprox, ghbm, mime, qafel,  # noqa: F401
                quafl, scaffold)  # each registers its algorithms
 from .base import Federation, History, Learner, Settings, TargetReached
-from .registry import REGISTRY, get, register, synchronous
+from .registry import REGISTRY, Algorithm, get, register, synchronous
 from .state import ClientState
 
 ALGORITHMS = tuple(REGISTRY)
@@ -58,7 +61,8 @@ def make_federation(dataset, model: str, n_clients: int, partition: str = "iid",
 
 
 def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: float, target: float | None = None,
-                  learner_class=None, checkpoint=None, checkpoint_every: float = EVERY_S, **settings) -> dict:
+                  learner_class=None, checkpoint=None, checkpoint_every: float = EVERY_S, allow_large: bool = False,
+                  **settings) -> dict:
     """Train with algorithm ``name`` for ``total_time`` simulated time units; return its history as a dict.
 
     ``settings``: the algorithm's own (``afl.algorithms.get(name).settings``, e.g. ``K``, ``lr``, ``s``, ``Z``,
@@ -71,12 +75,14 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     paper's Fig. 1 probe); the returned dict holds it as ``learner``. ``checkpoint``: a file path; the run saves
     its state there every ``checkpoint_every`` seconds of wall time and, started again with the same path, goes
     on from it (:mod:`afl.checkpoint`; algorithms on unit-time rounds, GHBM's). The file is deleted when the run
-    ends.
+    ends. A run estimated above :data:`afl.budget.MAX_CLIENT_STEPS` or :data:`~afl.budget.MAX_EVALUATIONS`
+    (:func:`run_work`) is refused unless ``allow_large``.
     """
     algo = get(name)
     history = History(fed.queue, eval_every, total_time, target=target)
     cfg = algo.make_settings(**settings)
     cfg.check_federation(fed)
+    check_work(run_work(algo, cfg, fed, total_time, eval_every), allow_large, "allow_large=True")
     if learner_class is not None:
         check(issubclass(learner_class, algo.learner), "learner_class", learner_class.__name__,
               f"a subclass of {name}'s learner {algo.learner.__name__}")
@@ -105,6 +111,16 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     return out
 
 
+def run_work(algo: Algorithm, cfg: Settings, fed: Federation, total_time: float, eval_every: float) -> Work:
+    """At most how many client steps and evaluations a run computes: ``s`` clients of ``K`` steps a round on
+    unit-time rounds; otherwise every client training without a pause (:func:`afl.budget.busy_clients_work`)."""
+    if algo.protocol is synchronous and getattr(cfg, "timing", None) == "rounds":
+        rounds = math.ceil(total_time) if math.isfinite(total_time) else math.inf
+        return Work(rounds * cfg.s * cfg.K, evaluations(total_time, eval_every), {"total_time": total_time},
+                    {"eval_every": eval_every, "total_time": total_time})
+    return busy_clients_work(fed.profile.mean_step_times(), total_time, eval_every)
+
+
 def run_identity(name: str, cfg: Settings, fed: Federation, total_time: float, eval_every: float,
                  target: float | None) -> dict:
     """What makes a run this run, for its checkpoint: the algorithm and its settings, the budget, and the
@@ -115,4 +131,4 @@ def run_identity(name: str, cfg: Settings, fed: Federation, total_time: float, e
 
 
 __all__ = ["ALGORITHMS", "REGISTRY", "ClientState", "Federation", "History", "Learner", "Settings", "TargetReached",
-           "get", "register", "make_federation", "run_algorithm"]
+           "get", "register", "make_federation", "run_algorithm", "run_work"]

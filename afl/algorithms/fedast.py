@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..budget import Work, busy_clients_work, check_work
 from ..errors import check, check_choice, check_int, check_real
 from ..sim.pool import PoolTask, simulate_pool_schedule
 from ..theory.fedast import REALLOC_VARIANTS, realloc_weights
@@ -81,15 +82,25 @@ class Realloc:
         check_int("chunk", self.chunk, 1)
 
 
+#: what FedAST's first requests (sent at time 0 with model version 0) train from: "paper" -- x^(0), as Algorithm 2
+#: sends it; "current" -- the task's model live when the client starts the request, as the authors' code trains
+#: (askinb/FedAST ``server.py``: the stored version-0 weights are views of the live ones, which ``load_weights``
+#: overwrites at every aggregation, so a first request that starts after one trains from the aggregated model)
+FIRST_WAVES = ("paper", "current")
+
+
 class FedASTServer:
     """Algorithm 2's server, driven by :func:`~afl.sim.simulate_pool_schedule`'s hooks: one model, buffer and
     :class:`~afl.algorithms.base.History` per task. Arrivals are matched to their requests per (task, client) in
     order (a client serves its requests first come, first served). ``realloc``: option D (:class:`Realloc`), else
-    option S."""
+    option S. ``first_wave``: what the requests sent with version 0 train from (:data:`FIRST_WAVES`)."""
 
-    def __init__(self, feds, tasks, total_time: float, eval_every: float, realloc: Realloc | None = None):
-        self.feds, self.tasks = list(feds), list(tasks)
+    def __init__(self, feds, tasks, total_time: float, eval_every: float, realloc: Realloc | None = None,
+                 first_wave: str = "paper"):
+        check_choice("first_wave", first_wave, FIRST_WAVES)
+        self.feds, self.tasks, self.first_wave = list(feds), list(tasks), first_wave
         self.w = [fed.init.clone() for fed in self.feds]
+        self.steps_at = [[(0.0, w)] for w in self.w]     # (time, model) of each version, while version 0 is out
         self.histories = [History(fed.queue, eval_every, total_time, target=t.target)
                           for fed, t in zip(self.feds, self.tasks)]
         self.pending = defaultdict(deque)
@@ -109,14 +120,22 @@ class FedASTServer:
     def live(self) -> list[int]:
         return [m for m in range(len(self.tasks)) if not self.control.finished[m]]
 
-    def on_request(self, m: int, client: int, t: float) -> None:
+    def on_request(self, m: int, client: int, t: float, start: float | None = None) -> None:
         task, fed = self.tasks[m], self.feds[m]
-        job = fed.queue.submit(client, self.w[m], task.steps, task.lr, task.weight_decay)
-        self.pending[(m, client)].append((self.w[m], job))
+        if self.first_wave == "current" and self.rounds[m] == 0:     # trains from the model live at its start
+            batches = fed.queue.streams.take(client, task.steps)       # drawn now, as for every request
+            self.pending[(m, client)].append((t if start is None else start, batches))
+        else:
+            job = fed.queue.submit(client, self.w[m], task.steps, task.lr, task.weight_decay)
+            self.pending[(m, client)].append((self.w[m], job))
         self.histories[m].counters["bytes_down"] += fed.model_bytes
 
     def on_update(self, m: int, client: int, t: float) -> None:
         start, job = self.pending[(m, client)].popleft()
+        if not isinstance(start, torch.Tensor):         # a first request of the code's first wave: started then
+            began, task = start, self.tasks[m]
+            start = [w for at, w in self.steps_at[m] if at <= began][-1]
+            job = self.feds[m].queue.submit(client, start, task.steps, task.lr, task.weight_decay, batches=job)
         delta = start - job.result()
         self.buffers[m].append(delta)
         counters = self.histories[m].counters
@@ -133,6 +152,9 @@ class FedASTServer:
             self._finish_task(m)
             return
         self.w[m] = self.w[m] - self.tasks[m].server_lr * torch.stack(self.buffers[m]).mean(0)
+        if self.first_wave == "current" and any(not isinstance(s, torch.Tensor)
+                                                for (i, _), out in self.pending.items() if i == m for s, _ in out):
+            self.steps_at[m].append((t, self.w[m]))
         self.buffers[m] = []
         self.rounds[m] += 1
         self.histories[m].counters["server_steps"] += 1
@@ -227,19 +249,33 @@ def allocate_chunks(total: int, weights, chunk: int = CHUNK, active=None) -> lis
     return out
 
 
+def pool_work(profile, models: int, total_time: float, eval_every: float, clients: int | None = None) -> Work:
+    """At most the work of a pool training ``models`` models for ``total_time``: every client busy without a pause
+    on its cheapest model (:func:`afl.budget.busy_clients_work`), every model evaluated every ``eval_every``.
+    ``clients``: that many clients in ``profile``'s proportions."""
+    fastest = np.min([profile.mean_step_times(m) for m in range(models)], axis=0)
+    return busy_clients_work(fastest, total_time, eval_every, models, clients)
+
+
 def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None, seed=0,
-               max_new: int = 2, realloc: Realloc | None = None, cap_first: bool = True) -> dict:
+               max_new: int = 2, realloc: Realloc | None = None, cap_first: bool = True, first_wave: str = "paper",
+               allow_large: bool = False) -> dict:
     """Train ``tasks`` (:class:`FedASTTask`), task m on federation ``feds[m]``, over ``profile``'s clients (one
     cost per task) until ``total_time`` or until every task reached its target; option D with ``realloc``.
     Returns ``{"tasks": [per-task history dict with "model", "name"], "schedule", "reallocations"}``
     (``reallocations``: (time, per-task variance estimate) of each Realloc). ``cap_first=False``: the first
-    requests ignore the cap, as the authors' code sends them (:func:`~afl.sim.simulate_pool_schedule`)."""
+    requests ignore the cap, as the authors' code sends them (:func:`~afl.sim.simulate_pool_schedule`).
+    ``first_wave``: what the first requests train from (:data:`FIRST_WAVES`). ``allow_large``: run even above
+    afl's work limits (:func:`pool_work`)."""
     feds, tasks = list(feds), list(tasks)
     check(len(feds) == len(tasks) >= 1, "feds", f"{len(feds)} federations", f"one per task ({len(tasks)})")
     for m, fed in enumerate(feds):
         check(fed.n == profile.n, f"feds[{m}]", f"{fed.n} clients", f"the pool's {profile.n} clients")
     check_int("max_new", max_new, 1)
-    server = FedASTServer(feds, tasks, total_time, eval_every, realloc)
+    total_time = check_real("total_time", total_time, 0, strict_low=True)
+    check_work(pool_work(profile, len(tasks), total_time, check_real("eval_every", eval_every, 0, strict_low=True)),
+               allow_large, "allow_large=True")
+    server = FedASTServer(feds, tasks, total_time, eval_every, realloc, first_wave)
     schedule = simulate_pool_schedule(profile, [t.pool_task() for t in tasks], total_time, cap=cap, seed=seed,
                                       max_new=max_new, learner=server, cap_first=cap_first)
     for fed in feds:
@@ -249,4 +285,5 @@ def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: 
             "schedule": schedule, "reallocations": server.variances if realloc is not None else []}
 
 
-__all__ = ["CHUNK", "FedASTTask", "Realloc", "FedASTServer", "normalized_variance", "allocate_chunks", "run_fedast"]
+__all__ = ["CHUNK", "FIRST_WAVES", "FedASTTask", "Realloc", "FedASTServer", "normalized_variance", "allocate_chunks",
+           "pool_work", "run_fedast"]

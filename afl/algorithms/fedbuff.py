@@ -38,7 +38,11 @@ from ..sim.arrivals import ARRIVALS
 from .base import Learner, Settings
 from .registry import buffered, register
 
-STALENESS = {"none": lambda tau: 1.0, "sqrt": lambda tau: 1.0 / math.sqrt(1.0 + tau)}
+#: staleness weights s(tau): none; FedBuff's 1/sqrt(1 + tau) (Nguyen et al. 2022, the QAFeL paper's Fig. 3); FLSim's
+#: PolynomialStalenessWeight (exponent 0.5, avg_staleness 1), the same divided by its value at tau = 1:
+#: sqrt(2 / (1 + tau)), a sqrt(2) larger step than "sqrt" at every tau (QAFeL's code ran it)
+STALENESS = {"none": lambda tau: 1.0, "sqrt": lambda tau: 1.0 / math.sqrt(1.0 + tau),
+             "sqrt-flsim": lambda tau: math.sqrt(2.0 / (1.0 + tau))}
 REDUCERS = ("mean", "sum")
 
 

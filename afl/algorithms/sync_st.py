@@ -29,11 +29,13 @@ import math
 import numpy as np
 import torch
 
+from ..budget import check_work
 from ..errors import check, check_choice, check_int, check_real
 from ..sim.clock import EventQueue
 from ..sim.queues import FCFSQueues
 from ..sim.timeline import Timeline
 from .base import History, TargetReached
+from .fedast import pool_work
 
 SELECTIONS = ("uniform", "ucb", "bayes")
 
@@ -148,12 +150,13 @@ class SyncSTServer:
 
 def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None,
                 first_k: int | None = 30, selection: str = "uniform", seed=0, ucb_gamma: float = 0.99,
-                bayes_alpha: float = 0.25, bayes_candidates: int = 75) -> dict:
+                bayes_alpha: float = 0.25, bayes_candidates: int = 75, allow_large: bool = False) -> dict:
     """Train ``tasks`` (:class:`~afl.algorithms.fedast.FedASTTask`: ``requests`` is the task's allocation R_m,
     ``server_lr`` the synchronous one, 1 in the paper) in synchronous rounds of ``cap`` clients (all ``n`` if None)
     until ``total_time`` or until every task reached its target. Returns ``{"tasks", "schedule"}`` like
     :func:`~afl.algorithms.fedast.run_fedast`; ``schedule`` holds ``timeline``, ``round_ends``, ``kept`` and
-    ``discarded`` counts per round and task, ``finished_at``."""
+    ``discarded`` counts per round and task, ``finished_at``. ``allow_large``: run even above afl's work limits
+    (:func:`~afl.algorithms.fedast.pool_work`)."""
     feds, tasks = list(feds), list(tasks)
     check(len(feds) == len(tasks) >= 1, "feds", f"{len(feds)} federations", f"one per task ({len(tasks)})")
     n = profile.n
@@ -166,6 +169,8 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
         first_k = check_int("first_k", first_k, 1)
     check_choice("selection", selection, SELECTIONS)
     total_time = check_real("total_time", total_time, 0, strict_low=True)
+    check_work(pool_work(profile, len(tasks), total_time, check_real("eval_every", eval_every, 0, strict_low=True)),
+               allow_large, "allow_large=True")
     check_real("ucb_gamma", ucb_gamma, 0, 1, strict_low=True)
     check_real("bayes_alpha", bayes_alpha, 0, 1)
     check_int("bayes_candidates", bayes_candidates, 1)

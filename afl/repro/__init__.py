@@ -19,14 +19,16 @@ def run_experiment(name: str, **kwargs):
 
 
 def replot(name: str, out="results"):
-    """Rewrite experiment ``name``'s markdown and figure from its JSON in ``out``, computing nothing."""
+    """Rewrite experiment ``name``'s markdown, figure and the JSON's summary rows from the runs of its JSON in
+    ``out``, computing nothing (the runs are kept as they are: a summary changed since, e.g. the ddof-1 std of
+    :mod:`afl.stats`, reaches every file)."""
     check_choice("experiment", name, EXPERIMENTS)
     path = Path(out) / f"{name}.json"
     check(path.is_file(), "out", str(out), f"a folder holding {name}.json (run the experiment first)")
     result = read_result(path, "out")
     check(result["experiment"] == name, "out", str(out), f"a folder holding {name}.json written by afl repro {name} "
           f"(it holds {result['experiment']}'s result)")
-    return EXPERIMENTS[name].write_result(result, out, write_json=False)
+    return EXPERIMENTS[name].write_result(result, out)
 
 
 def report(result: dict, per_run: bool = True) -> str:

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.favas import MODES
+from ..budget import MAX_BATCH, SAMPLE_CLIENTS, Work, busy_clients_work, fields_of
 from ..data import DATASET_NAMES, load_dataset
 from ..engine import PRECISIONS
 from ..errors import check_choice, check_int, check_real
@@ -38,6 +39,8 @@ from ..models import MODEL_NAMES
 from ..plots import style
 from ..results import PartialRuns
 from ..runtime import resolve_device
+from ..stats import error_bars, mean_std, pm
+from ..sim.speeds import two_speed
 from .runner import (MAX_SEEDS, Grid, base_setting, compute, execute, heading, paper_difference, run_tasks,
                      same_settings, settings_record, title_tag, with_overrides, write_files)
 
@@ -92,7 +95,8 @@ class FavasSetting:
         check_int("Z", self.Z, 1, n, hint="at most n")
         if self.concurrency is not None:
             check_int("concurrency", self.concurrency, 1, n, hint="FedBuff's clients in flight, at most n, or None")
-        for name in ("K", "batch", "seeds"):
+        check_int("batch", self.batch, 1, MAX_BATCH)
+        for name in ("K", "seeds"):
             check_int(name, getattr(self, name), 1)
         for name in ("lr", "total_time", "eval_every", "server_interval"):
             check_real(name, getattr(self, name), 0, strict_low=True)
@@ -101,6 +105,14 @@ class FavasSetting:
             check_choice("methods", m, METHODS)
         for sp in self.splits:
             check_choice("splits", sp, SPLITS)
+
+    def work(self) -> Work:
+        """At most the work of one run: every client computing without a pause at its split's speeds
+        (:func:`afl.budget.busy_clients_work`), an evaluation every ``eval_every``."""
+        most = max((busy_clients_work(two_speed(SAMPLE_CLIENTS, SPLITS[sp]["slow_fraction"]).mean_step_times(),
+                                      self.total_time, self.eval_every, clients=self.n) for sp in self.splits),
+                   key=lambda w: w.client_steps)
+        return replace(most, steps_set_by=fields_of(self, "total_time", "n"))
 
     def run_kwargs(self, method: str) -> dict:
         """The settings of ``method``'s algorithm in this experiment (see :data:`METHODS`)."""
@@ -204,8 +216,8 @@ def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, datase
                           precision=cfg.precision)
     algorithm = METHODS[method].algorithm
     extra = {"track_variance": True} if track_variance and algorithm in ("favas", "quafl") else {}
-    out = run_algorithm(algorithm, fed, total_time=cfg.total_time, eval_every=cfg.eval_every,
-                        **cfg.run_kwargs(method), **extra)
+    out = run_algorithm(algorithm, fed, total_time=cfg.total_time, eval_every=cfg.eval_every, allow_large=True,
+                        **cfg.run_kwargs(method), **extra)   # the work was checked for the grid: runner.execute
     sched = out.pop("schedule")
     out.pop("model")
     out["settings"] = settings_record(out["settings"])
@@ -260,7 +272,7 @@ def table2(runs: list[dict]) -> dict:
     rows: dict = {}
     for r in runs:
         rows.setdefault(r["method"], {}).setdefault(r["split"], []).append(100 * r["final_accuracy"])
-    return {m: {sp: {"mean": float(np.mean(v)), "std": float(np.std(v)), "per_seed": v} for sp, v in d.items()}
+    return {m: {sp: dict(zip(("mean", "std"), mean_std(v)), per_seed=v) for sp, v in d.items()}
             for m, d in rows.items()}
 
 
@@ -273,7 +285,7 @@ def table2_markdown(rows: dict, with_paper: bool = True) -> str:
     for m, d in rows.items():
         cells = []
         for s in splits:
-            cells.append(f"{d[s]['mean']:.1f}" + (f" ± {d[s]['std']:.1f}" if len(d[s]["per_seed"]) > 1 else ""))
+            cells.append(pm(d[s]["mean"], d[s]["std"]))
             if with_paper:
                 p = (reference(m) or {}).get(s)
                 cells.append(f"{p[0]} ± {p[1]}" if p else "–")
@@ -295,7 +307,7 @@ def curves(runs: list[dict], key: str = "accuracy") -> dict:
 def plot_table2(rows: dict, ax=None, title="FAVAS Table 2 (MNIST): ours (bars) vs paper (black marks)"):
     from ..plots import plot_bars
     values = {m: {s: v["mean"] for s, v in d.items()} for m, d in rows.items()}
-    errors = {m: {s: v["std"] for s, v in d.items()} for m, d in rows.items()}
+    errors = {m: dict(zip(d, error_bars(v["std"] for v in d.values()))) for m, d in rows.items()}
     ref = {m: {s: v[0] for s, v in reference(m).items()} for m in rows if reference(m)}
     seeds = max(len(v["per_seed"]) for d in rows.values() for v in d.values())
     return plot_bars(values, errors, ax=ax, title=title, reference=ref, seeds=seeds)
@@ -332,7 +344,7 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
                    root=None, device="cpu", progress: bool = True, fresh: bool = False, reuse=(),
                    fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
                    processes: int | None = None,
-                   **overrides) -> list[Path]:
+                   allow_large: bool = False, **overrides) -> list[Path]:
     """Compute an experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``; returns the paths.
 
     Finished runs are appended to ``OUT/<experiment>.partial.jsonl`` as they end, and an interrupted invocation
@@ -348,7 +360,8 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     g = grid(cfg, seeds=seeds, device=dev, root=root, track_variance=variance, fleet=fleet, fleet_size=fleet_size,
              name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
-                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides)
+                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides,
+                   allow_large=allow_large)
     return done.publish({
         "rows": table2(done.runs),
         "methods": {m: {"algorithm": METHODS[m].algorithm, "label": style(m)["label"],
@@ -358,9 +371,9 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
 
 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
-    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure;
-    returns the three paths."""
-    return write_files(result, out, report, figure, write_json, dpi=120)
+    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure, the
+    summary rows computed from the runs (:func:`table2`); returns the three paths."""
+    return write_files(result | {"rows": table2(result["runs"])}, out, report, figure, write_json, dpi=120)
 
 
 def figure(result: dict):

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from ..algorithms import make_federation
-from ..algorithms.fedast import FedASTTask, Realloc, run_fedast
+from ..algorithms.fedast import FIRST_WAVES, FedASTTask, Realloc, pool_work, run_fedast
+from ..budget import MAX_HELD, SAMPLE_CLIENTS, Work, fields_of
 from ..algorithms.sync_st import run_sync_st
 from ..data import load_dataset, partition as make_partition
 from ..engine import PRECISIONS
@@ -31,6 +32,7 @@ from ..errors import check, check_choice, check_int, check_real
 from ..models import MODEL_NAMES
 from ..plots import style
 from ..runtime import resolve_device
+from ..stats import mean_std, pm
 from ..sim import FEDAST_MODEL_COSTS, ShiftedExponential, three_speed
 from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, title_tag,
                      with_overrides, write_files)
@@ -46,6 +48,9 @@ TASKS = {
     "shakespeare": dict(model="char-lstm", batch=64, lr=7.0, lr_sync=7.0, wd=7e-5, wd_sync=7e-5, buffer=6,
                         target=0.42, cost="shakespeare", model_kw=dict(num_layers=1)),
 }
+#: the pool's base step time (App. C.6; :mod:`afl.sim.pool`), scaled by each client's speed class and each task's cost
+POOL_BASE = ShiftedExponential(shift=0.5, mean=1.0)
+
 #: method -> (label, colour family); the synchronous ones keep the first k updates unless "-nomit"
 METHODS = ("fedast", "fedast-code", "fedast-static", "fedast-nobuffer", "sync-st", "sync-st-nomit", "sync-ucb",
            "sync-bayes")
@@ -114,7 +119,9 @@ class FedastSetting:
     48, 68); ``target_offset``: added to every Table 1 target (Table 3: +0.03, -0.10); ``stop_at_target``: False
     runs every task to ``total_time`` (Figs. 3 and 8 compare final accuracies); ``models``: ``"dataset=model"``
     replacements of :data:`TASKS`' models; ``cap_first``: False sends FedAST's first requests regardless of the
-    cap, as the authors' code does (:func:`~afl.sim.simulate_pool_schedule`)."""
+    cap, as the authors' code does (:func:`~afl.sim.simulate_pool_schedule`); ``first_wave``: what FedAST's first
+    requests train from, x^(0) (``"paper"``) or the model live when they start (``"current"``, the code's;
+    :data:`afl.algorithms.fedast.FIRST_WAVES`)."""
 
     tasksets: tuple = ("mnist,fashion-mnist,cifar10-jpeg,shakespeare",)
     methods: tuple = ("fedast", "fedast-code", "fedast-static", "sync-st")
@@ -131,6 +138,7 @@ class FedastSetting:
     stop_at_target: bool = True
     models: tuple = ()
     cap_first: bool = True
+    first_wave: str = "paper"
     total_time: float = 2000.0
     eval_every: float = 5.0
     seeds: int = 3
@@ -146,18 +154,20 @@ class FedastSetting:
                   f"dataset=model with a dataset of {sorted(TASKS)} and a model of afl.models.MODEL_NAMES")
         for m in self.methods:
             split_method(m)
-        check_int("clients", self.clients, 1)
+        check_int("clients", self.clients, 1, MAX_HELD)
         for c in self.caps:
             if c is not None:
                 check_int("caps", c, 1, self.clients, hint="busy clients at most, or None")
         for b in self.buffers:
             if b is not None:
                 check_int("buffers", b, 1)
-        check_int("samples", self.samples, 1)
+        check_int("samples", self.samples, 1, MAX_HELD // self.clients,
+                  hint=f"per client, clients x samples at most {MAX_HELD:.0e}")
         check_real("alpha", self.alpha, 0, strict_low=True)
         if self.requests is not None:
             check_int("requests", self.requests, 1)
         check_int("first_k", self.first_k, 1)
+        check_choice("first_wave", self.first_wave, FIRST_WAVES)
         check_real("total_time", self.total_time, 0, strict_low=True)
         check_real("eval_every", self.eval_every, 0, strict_low=True)
         if self.sync_allocation is not None:
@@ -185,6 +195,22 @@ class FedastSetting:
             if dataset == name:
                 return model, None
         return TASKS[name]["model"], TASKS[name].get("model_kw")
+
+    def work(self) -> Work:
+        """At most the work of one run, over its task sets: the pool's clients busy without a pause
+        (:func:`afl.algorithms.fedast.pool_work`; at most the largest cap of them), each task evaluated every
+        ``eval_every``."""
+        busy = max(self.clients if c is None else c for c in self.caps)
+        def one(taskset):          # the pool's proportions from a sample of SAMPLE_CLIENTS, scaled to the busy ones
+            sample = three_speed(SAMPLE_CLIENTS, base=POOL_BASE, costs=self.costs(taskset))
+            return pool_work(sample, len(parse_taskset(taskset)), self.total_time, self.eval_every, busy)
+        most = max((one(t) for t in self.tasksets), key=lambda w: (w.client_steps, w.evaluations))
+        return replace(most, steps_set_by=fields_of(self, "total_time", "clients", "caps"),
+                       evaluations_set_by=fields_of(self, "eval_every", "total_time", "tasksets"))
+
+    def costs(self, taskset: str) -> list[float]:
+        """Each task's cost factor of its client step time (:data:`afl.sim.FEDAST_MODEL_COSTS`)."""
+        return [FEDAST_MODEL_COSTS[TASKS[n]["cost"]] for n in parse_taskset(taskset)]
 
     def tasks(self, taskset: str, method: str, cap: int | None, buffer: int | None) -> list[FedASTTask]:
         """The tasks of one run: FedAST's (R, b, eta_s = 0.1; NoBuffer b = 1, 0.038) or the synchronous ones
@@ -280,13 +306,13 @@ def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, 
     task missed its target within ``total_time``); the allocation of requests over time (FedAST)."""
     names = parse_taskset(taskset)
     tasks = cfg.tasks(taskset, method, cap, buffer)
-    profile = three_speed(cfg.clients, base=ShiftedExponential(shift=0.5, mean=1.0), seed=seed,
-                          costs=[FEDAST_MODEL_COSTS[TASKS[n]["cost"]] for n in names])
+    profile = three_speed(cfg.clients, base=POOL_BASE, seed=seed, costs=cfg.costs(taskset))
     parts = {n: client_parts(cfg, n, datasets[n], seed) for n in set(names)}
     feds = [make_federation(datasets[n], cfg.model(n)[0], cfg.clients, batch_size=TASKS[n]["batch"],
                             profile=profile, seed=seed * 1000 + m, device=device, parts=parts[n],
                             model_kw=cfg.model(n)[1], precision=cfg.precision) for m, n in enumerate(names)]
-    common = dict(total_time=cfg.total_time, eval_every=cfg.eval_every, cap=cap, seed=seed)
+    common = dict(total_time=cfg.total_time, eval_every=cfg.eval_every, cap=cap, seed=seed,
+                  allow_large=True)         # the work was checked for the grid: runner.execute
     base, _ = split_method(method)
     if base in SYNC:
         out = run_sync_st(feds, tasks, profile, first_k=None if base == "sync-st-nomit" else cfg.first_k,
@@ -295,7 +321,8 @@ def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, 
         rounds = len(out["schedule"]["round_ends"])
     else:
         realloc = {"fedast": Realloc("paper"), "fedast-code": Realloc("code")}.get(method)
-        out = run_fedast(feds, tasks, profile, realloc=realloc, cap_first=cfg.cap_first, **common)
+        out = run_fedast(feds, tasks, profile, realloc=realloc, cap_first=cfg.cap_first, first_wave=cfg.first_wave,
+                         **common)
         allocations = [[t, list(r)] for t, r in out["schedule"].allocations]
         rounds = None
     per_task = []
@@ -345,8 +372,8 @@ def grid(cfg: FedastSetting, *, seeds=None, device="cpu", root=None, fleet=True,
 
 def _stats(values: list) -> dict:
     got = [v for v in values if v is not None]
-    return {"mean": float(np.mean(got)) if got else None, "std": float(np.std(got)) if got else None,
-            "per_seed": values, "reached": f"{len(got)}/{len(values)}"}
+    mean, std = mean_std(got)
+    return {"mean": mean, "std": std, "per_seed": values, "reached": f"{len(got)}/{len(values)}"}
 
 
 def summarize(runs: list[dict]) -> dict:
@@ -385,8 +412,9 @@ def summarize(runs: list[dict]) -> dict:
 
 
 def _cell(stats: dict) -> str:
-    """A time to target in a table: mean ± std (seeds that reached it / all)."""
-    return "–" if stats["mean"] is None else f"{stats['mean']:.0f} ± {stats['std']:.0f} ({stats['reached']})"
+    """A time to target in a table: mean ± std over the seeds that reached it (those / all); the mean leaves out
+    the seeds that never reached."""
+    return "–" if stats["mean"] is None else f"{pm(stats['mean'], stats['std'], 0)} ({stats['reached']})"
 
 
 def markdown(result: dict) -> str:
@@ -433,15 +461,17 @@ def markdown(result: dict) -> str:
 
 
 def _mean_std(values) -> tuple[float, float, int]:
-    """Mean and standard deviation (over seeds) of the values that exist, and how many do (None: never reached)."""
+    """Mean and sample standard deviation (:func:`afl.stats.mean_std`; NaN where none or one) over seeds of the
+    values that exist, and how many do (None: never reached; the mean leaves those out)."""
     kept = [v for v in values if v is not None]
-    return (float(np.mean(kept)), float(np.std(kept)), len(kept)) if kept else (np.nan, np.nan, 0)
+    mean, std = mean_std(kept)
+    return (np.nan if mean is None else mean), (np.nan if std is None else std), len(kept)
 
 
 def _pm(stats: tuple, digits: int = 1) -> str:
-    """``mean ± std`` of :func:`_mean_std` for a table ("–" where no seed has a value)."""
+    """``mean ± std`` of :func:`_mean_std` for a table ("–" where no seed has a value, the mean alone for one)."""
     mean, std, count = stats
-    return "–" if count == 0 else f"{mean:.{digits}f} ± {std:.{digits}f}"
+    return "–" if count == 0 else pm(mean, std, digits)
 
 
 def _mean_final(run: dict) -> float:
@@ -659,19 +689,22 @@ def curves_figure(result: dict):
 
 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
-    return write_files(result, out, report, figure, write_json)
+    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure, the
+    summary rows computed from the runs (:func:`summarize`)."""
+    return write_files(result | {"rows": summarize(result["runs"])}, out, report, figure, write_json)
 
 
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results", root=None,
                    device="cpu", progress: bool = True, fresh: bool = False, reuse=(), fleet: bool = True,
                    fleet_size: int | None = None, ray: str | None = None, processes: int | None = None,
-                   **overrides) -> list[Path]:
+                   allow_large: bool = False, **overrides) -> list[Path]:
     """Compute a FedAST experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png``."""
     cfg = setting(experiment, quick=quick, **overrides)
     dev = resolve_device(device)
     g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
-                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides)
+                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides,
+                   allow_large=allow_large)
     rows = summarize(done.runs)
     return done.publish({"rows": rows, "paper": PAPER_FIG7 if experiment == "fedast-fig7" else None}, out,
                         write_result)

@@ -41,6 +41,7 @@ import torch
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.fedavg import FedAvg
 from ..algorithms.rounds import WEIGHTINGS
+from ..budget import MAX_BATCH, Work, check_work, evaluations, fields_of
 from ..checkpoint import every_s
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..engine import PRECISIONS
@@ -49,6 +50,7 @@ from ..fleet import Outcome
 from ..models import MODEL_NAMES
 from ..plots import style
 from ..runtime import resolve_device
+from ..stats import error_bars, mean_std, pm, series_mean_std
 from ..theory.ghbm import unseen_fraction_moment
 from ..results import output_dir
 from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
@@ -170,7 +172,7 @@ class GhbmSetting:
         check_int("eval_every", self.eval_every, 1, self.rounds, hint="rounds, at most rounds")
         check_int("last", self.last, 0, self.rounds, hint="rounds, at most rounds")
         check_int("local_steps", self.local_steps, 1)
-        check_int("batch", self.batch, 1)
+        check_int("batch", self.batch, 1, MAX_BATCH)
         check_int("seeds", self.seeds, 1, MAX_SEEDS)
         if self.test_samples is not None:
             check_int("test_samples", self.test_samples, 1)
@@ -203,6 +205,13 @@ class GhbmSetting:
             except ValueError:
                 raise ParameterError("retune", item, f"a number after '{target}='") from None
         return out
+
+    def work(self) -> Work:
+        """The work of one run: ``rounds`` of ``per_round`` clients taking ``local_steps`` steps, an evaluation
+        every ``eval_every`` rounds."""
+        return Work(self.rounds * self.per_round * self.local_steps, evaluations(self.rounds, self.eval_every),
+                    fields_of(self, "rounds", "clients", "participation", "local_steps"),
+                    fields_of(self, "eval_every", "rounds"))
 
     @property
     def per_round(self) -> int:
@@ -278,6 +287,9 @@ def setting(experiment: str, quick: bool | None = None, **overrides) -> GhbmSett
 def load_task(cfg: GhbmSetting, root=None, device="cpu") -> Dataset:
     """The experiment's dataset, its test set cut to a fixed seeded subset of ``cfg.test_samples``."""
     data = load_dataset(cfg.dataset, root=root, device=device)
+    if cfg.test_samples is not None:
+        check_int("test_samples", cfg.test_samples, 1, data.n_test, hint=f"at most {cfg.dataset}'s {data.n_test} test "
+                  "samples, or None for all")
     if cfg.test_samples is not None and cfg.test_samples < data.n_test:
         keep = torch.as_tensor(np.sort(np.random.default_rng(20240101).choice(data.n_test, cfg.test_samples,
                                                                               replace=False)), device=device)
@@ -324,7 +336,7 @@ def compute_run(cfg: GhbmSetting, split: str, method: str, tau: int | None, seed
     saving = {} if checkpoints is None else dict(
         checkpoint=Path(checkpoints) / f"{split}-{method}-{tau}-{seed}.ckpt", checkpoint_every=every_s())
     out = run_algorithm(algorithm, fed, total_time=cfg.rounds, eval_every=cfg.eval_every, learner_class=probe,
-                        **saving, **kw)
+                        allow_large=True, **saving, **kw)   # the work was checked for the grid: runner.execute
     if probe is not None:
         out["deviation"] = out.pop("learner").deviation
     out.pop("schedule")
@@ -375,7 +387,8 @@ def row_name(run: dict) -> str:
 
 
 def _stats(values: list[float]) -> dict:
-    return {"mean": float(np.mean(values)), "std": float(np.std(values)), "per_seed": values}
+    mean, std = mean_std(values)
+    return {"mean": mean, "std": std, "per_seed": values}
 
 
 def cost_to_reach(run: dict, target: float) -> dict | None:
@@ -436,7 +449,7 @@ def table_markdown(result: dict) -> str:
         + " | rounds / MB / client steps to FedAvg's accuracy (" + splits[0] + ") |"
     lines = [head, "|---" * (len(splits) + 2 + bool(paper)) + "|"]
     for name, cells in rows.items():
-        vals = [f"{cells[s]['mean']:.1f} ± {cells[s]['std']:.1f}" if s in cells else "–" for s in splits]
+        vals = [pm(cells[s]["mean"], cells[s]["std"]) if s in cells else "–" for s in splits]
         ref = paper.get(name.split(" ")[0]) if paper else None
         cost = cells.get(splits[0], {}).get("to_fedavg")
         if not cost:
@@ -459,7 +472,7 @@ def tau_markdown(result: dict) -> str:
              "| tau | " + " | ".join(next(iter(rows.values()))["splits"]) + " |",
              "|---" * (1 + len(next(iter(rows.values()))["splits"])) + "|"]
     for tau in sorted(rows, key=int):
-        lines.append(f"| {tau} | " + " | ".join(f"{c['mean']:.1f} ± {c['std']:.1f}"
+        lines.append(f"| {tau} | " + " | ".join(pm(c["mean"], c["std"])
                                                  for c in rows[tau]["splits"].values()) + " |")
     return "\n".join(lines)
 
@@ -495,9 +508,10 @@ def plot_result(result: dict, fig) -> None:
             st = row_style(name, cfg)
             t = np.asarray(rs[0]["curve"]["time"])
             acc = 100 * np.asarray([r["curve"]["accuracy"] for r in rs])
-            ax.plot(t, acc.mean(0), color=st["color"], linestyle=st["linestyle"], label=st["label"], lw=1.2)
+            mean, std = series_mean_std(acc)
+            ax.plot(t, mean, color=st["color"], linestyle=st["linestyle"], label=st["label"], lw=1.2)
             if len(rs) > 1:
-                ax.fill_between(t, acc.mean(0) - acc.std(0), acc.mean(0) + acc.std(0), color=st["color"], alpha=0.15)
+                ax.fill_between(t, mean - std, mean + std, color=st["color"], alpha=0.15)
         ax.set(xlabel="round (simulated time)", ylabel="test accuracy (%)",
                title=f"{split}" + (f" (bands: ± std over {cfg['seeds']} seeds)" if cfg["seeds"] > 1 else ", one seed"))
     handles, labels = axes[0].get_legend_handles_labels()
@@ -512,7 +526,7 @@ def plot_result(result: dict, fig) -> None:
         taus = sorted(rows, key=int)
         for split in splits:
             m = [rows[t]["splits"][split]["mean"] for t in taus]
-            s = [rows[t]["splits"][split]["std"] for t in taus]
+            s = error_bars(rows[t]["splits"][split]["std"] for t in taus)
             ax.errorbar([int(t) for t in taus], m, yerr=s, marker="o", color=style("ghbm")["color"], label=split)
         ax.axvline(1 / cfg["participation"], color="black", linestyle=":", lw=1, label="τ = 1/C")
         ax.set(xscale="log", xlabel="τ (rounds averaged into the momentum)", ylabel="final test accuracy (%)",
@@ -532,7 +546,7 @@ def plot_result(result: dict, fig) -> None:
             return 1.0 - 0.6 * k / max(1, len(splits) - 1)
         for k, split in enumerate(splits):
             m = [rows[n].get(split, {}).get("mean", np.nan) for n in names]
-            s = [rows[n].get(split, {}).get("std", 0) for n in names]
+            s = error_bars(rows[n].get(split, {}).get("std") for n in names)
             ax.bar(x + k * width, m, width, yerr=s, color=[row_style(n, cfg)["color"] for n in names],
                    alpha=shade(k))
         ax.set_xticks(x + width * (len(splits) - 1) / 2, [row_style(n, cfg)["label"] for n in names],
@@ -550,17 +564,18 @@ def plot_result(result: dict, fig) -> None:
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results", root=None,
                    device="cpu", progress: bool = True, fresh: bool = False, reuse=(), fleet: bool = True,
                    fleet_size: int | None = None, ray: str | None = None, processes: int | None = None,
-                   **overrides) -> list[Path]:
+                   allow_large: bool = False, **overrides) -> list[Path]:
     """Compute a GHBM experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png`` (saved as runs end,
     resumed, reused, fleet or Ray, as every ``afl repro``)."""
     if experiment == "ghbm-quadratic":
-        return run_quadratic(out=out, quick=quick, fresh=fresh, **overrides)
+        return run_quadratic(out=out, quick=quick, fresh=fresh, allow_large=allow_large, **overrides)
     cfg = setting(experiment, quick=quick, **overrides)
     dev = resolve_device(device)
     every_s()                    # a bad AFL_CHECKPOINT_EVERY is an error before anything runs
     g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
-                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides)
+                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides,
+                   allow_large=allow_large)
     return done.publish({"dataset": done.runs[0]["dataset"], "rows": _views(experiment)[0](done.runs),
                          "paper": paper_reference(done.record["config"])}, out, write_result)
 
@@ -573,7 +588,10 @@ def _views(experiment: str) -> tuple:
 
 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
-    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure."""
+    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure, the
+    summary rows computed from the runs (:func:`_views`)."""
+    if result["experiment"] != "ghbm-quadratic":
+        result = result | {"rows": _views(result["experiment"])[0](result["runs"])}
     return write_files(result, out, report, figure, write_json)
 
 
@@ -696,7 +714,8 @@ def plot_deviation(result: dict, fig) -> None:
     ax = axes[-1]
     for k, split in enumerate(splits):
         cells = result["rows"][split]
-        ax.errorbar([int(t) for t in taus], [cells[t]["mean"] for t in taus], yerr=[cells[t]["std"] for t in taus],
+        ax.errorbar([int(t) for t in taus], [cells[t]["mean"] for t in taus],
+                    yerr=error_bars(cells[t]["std"] for t in taus),
                     marker="o", color=style("ghbm")["color"], alpha=1.0 - 0.45 * k, label=f"{split}, measured")
     n, s = cfg["clients"], round(cfg["participation"] * cfg["clients"])
     ax.plot([int(t) for t in taus], [unseen_fraction_moment(n, s, int(t)) for t in taus], color="black",
@@ -718,12 +737,17 @@ def deviation_markdown(result: dict) -> str:
              f"{cfg['eval_every']} rounds of FedAvg), beside Lemma 4.4's factor for uniform sampling:", "",
              "| τ | " + " | ".join(splits) + " | E[((n − abs(S_τ))/n)²] |", "|---" * (len(splits) + 2) + "|"]
     for tau in (str(t) for t in cfg["probe_taus"]):
-        cells = [f"{rows[sp][tau]['mean']:.3g} ± {rows[sp][tau]['std']:.2g}" for sp in splits]
+        cells = [f"{c['mean']:.3g}" + ("" if c["std"] is None else f" ± {c['std']:.2g}")
+                 for c in (rows[sp][tau] for sp in splits)]
         lines.append(f"| {tau} | " + " | ".join(cells) + f" | {unseen_fraction_moment(n, s, int(tau)):.3g} |")
     return "\n".join(lines)
 
 
 # -- App. C.9: the quadratic ------------------------------------------------------------------------------------
+
+#: numbers the quadratic's A and b may hold (two arrays of clients x dim floats: 1.6 GB at the limit)
+QUADRATIC_FLOATS = 10**8
+
 
 @dataclass(frozen=True)
 class QuadraticSetting:
@@ -746,7 +770,8 @@ class QuadraticSetting:
     seed: int = 0
 
     def __post_init__(self):
-        check_int("clients", self.clients, 2)
+        check_int("clients", self.clients, 2, QUADRATIC_FLOATS, hint=f"at most {QUADRATIC_FLOATS:.0e} (each holds a "
+                  "quadratic of dim numbers)")
         check_int("per_round", self.per_round, 1, self.clients)
         check(self.clients % self.per_round == 0, "per_round", self.per_round, f"a divisor of clients = {self.clients}")
         check_real("L", self.L, 0, strict_low=True)
@@ -754,12 +779,21 @@ class QuadraticSetting:
         check_real("round_lr", self.round_lr, 0, 1 / self.L, strict_low=True, hint="0 < round_lr <= 1/L")
         check_real("beta", self.beta, 0, 1, strict_high=True)
         check_int("rounds", self.rounds, 1)
-        check_int("dim", self.dim, 1)
+        check_int("dim", self.dim, 1, QUADRATIC_FLOATS // self.clients,
+                  hint=f"at most {QUADRATIC_FLOATS:.0e} numbers in the clients' A and b together")
         check_real("spread", self.spread, 0)
         check_int("seed", self.seed, 0)
         check(len(self.steps) > 0, "steps", self.steps, "at least one number of local steps J")
         for J in self.steps:
             check_int("steps", J, 1)
+
+    def work(self) -> Work:
+        """At most the work of the figure: every curve's ``rounds`` of (at most) every client taking each J of
+        ``steps`` (a step: one client's exact gradient), the loss recorded every round."""
+        curves = len(QUADRATIC_METHODS) * len(self.steps)
+        return Work(len(QUADRATIC_METHODS) * self.rounds * self.clients * sum(self.steps),
+                    curves * evaluations(self.rounds, 1), fields_of(self, "rounds", "clients", "steps"),
+                    fields_of(self, "rounds", "steps"))
 
 
 #: the quadratic's curves: name -> (tau, who takes part: one cyclic group or all clients, momentum form)
@@ -818,7 +852,8 @@ def quadratic_run(cfg: QuadraticSetting, J: int, tau: int, per_round: int, momen
     return loss
 
 
-def run_quadratic(out="results", quick: bool = False, fresh: bool = False, **overrides) -> list[Path]:
+def run_quadratic(out="results", quick: bool = False, fresh: bool = False, allow_large: bool = False,
+                  **overrides) -> list[Path]:
     """App. C.9 / Fig. 9: FedCM, GHBM (tau = 1/C) as run (eq. 7) and as analysed (eq. 4), and FedAvg, with cyclic
     partial participation, and FedCM with every client, for each J; exact, seconds on a CPU. ``quick`` has no
     effect (the experiment is small). A saved result of another setting in ``out`` is replaced only with
@@ -826,6 +861,7 @@ def run_quadratic(out="results", quick: bool = False, fresh: bool = False, **ove
     for field in overrides:
         check_choice("setting field", field, [f.name for f in fields(QuadraticSetting)])
     cfg = with_overrides(QuadraticSetting(), overrides)
+    check_work(cfg.work(), allow_large, "--allow-large", changed=overrides)
     saved = Path(out) / "ghbm-quadratic.json"
     if saved.is_file() and not fresh:
         try:

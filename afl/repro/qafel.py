@@ -36,6 +36,7 @@ from torch import Tensor
 
 from ..algorithms import make_federation, run_algorithm
 from ..compress import make_quantizer
+from ..budget import MAX_BATCH, MAX_HELD, Work, evaluations, fields_of
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..engine import PRECISIONS
 from ..errors import check, check_choice, check_int, check_real
@@ -43,10 +44,11 @@ from ..fleet import Outcome, run_fleet
 from ..models import build_model
 from ..plots import style
 from ..runtime import resolve_device
+from ..stats import error_bars, mean_std, pm
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
 from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
-                     settings_record, title_tag, with_overrides, write_files)
+                     saved_config, settings_record, title_tag, with_overrides, write_files)
 
 #: QAFeL Table 1's message sizes in bytes (paper numbers, shown only as labelled references)
 PAPER_BYTES = {"identity": 117128, "scalar:8": 29924, "scalar:4": 15380, "scalar:2": 8108}
@@ -169,7 +171,13 @@ class QafelSetting:
     87 % at 10,000; seed 0, 2,500 users, measured with ``compute_run`` and ``target=0.99`` while choosing it),
     so 85 % leaves the quantized rows room within the budget as 90 % does on CelebA. ``concurrencies``: Fig. 3's clients in training (None: arrivals
     at ``rate``); ``quantizer``: ``"scalar"`` (FLSim's channel, the paper's sizes) or ``"qsgd"`` (Example B.1).
+    ``dropout``: before the classifier, 0.1 as App. D and FLSim's CelebA config; ``staleness``: Fig. 3's weight,
+    FLSim's ``"sqrt-flsim"`` (sqrt(2 / (1 + tau))) or ``"sqrt"`` (1/sqrt(1 + tau), FedBuff's paper form; see
+    :data:`afl.algorithms.fedbuff.STALENESS`).
     """
+
+    #: what results saved before a field existed ran with (runner.saved_config): no dropout, FedBuff's weight
+    BEFORE = {"dropout": 0.0, "staleness": "sqrt"}
 
     dataset: str = "cifar10-jpeg"
     users: int = 2500
@@ -184,6 +192,8 @@ class QafelSetting:
     rate: float = 100.0
     duration: float = 1.0
     quantizer: str = "scalar"
+    dropout: float = 0.1
+    staleness: str = "sqrt-flsim"
     target: float = 0.85
     max_uploads: int = 150_000
     eval_every: int = 500
@@ -196,18 +206,22 @@ class QafelSetting:
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("quantizer", self.quantizer, ("scalar", "qsgd"))
-        check_int("users", self.users, 1)
-        check_int("max_size", self.max_size, 1)
+        check_real("dropout", self.dropout, 0, 1, strict_high=True)
+        check_choice("staleness", self.staleness, ("sqrt", "sqrt-flsim"))
+        check_int("users", self.users, 1, MAX_HELD)
+        check_int("max_size", self.max_size, 1, MAX_HELD // self.users,
+                  hint=f"images per user at most, users x max_size at most {MAX_HELD:.0e}")
         check_real("alpha", self.alpha, 0, strict_low=True)
         for name in ("lr", "server_lr", "duration"):
             check_real(name, getattr(self, name), 0, strict_low=True)
         check_real("server_momentum", self.server_momentum, 0, 1, strict_high=True)
-        for name in ("batch", "Z", "seeds"):
-            check_int(name, getattr(self, name), 1)
+        check_int("batch", self.batch, 1, MAX_BATCH)
+        check_int("seeds", self.seeds, 1)
         if self.validation is not None:
             check_int("validation", self.validation, 1)
         check_real("target", self.target, 0, 1, strict_low=True, hint="an accuracy in (0, 1]")
         check_int("max_uploads", self.max_uploads, 1)
+        check_int("Z", self.Z, 1, self.max_uploads, hint="uploads a server step waits for, at most max_uploads")
         check_int("eval_every", self.eval_every, 1, self.max_uploads, hint="uploads, at most max_uploads")
         check_real("rate", self.rate, 0, strict_low=True)
         for m in self.methods:
@@ -216,6 +230,12 @@ class QafelSetting:
         for c in self.concurrencies:
             if c is not None:
                 check_int("concurrencies", c, 1, self.users, hint="clients in training, at most users")
+
+    def work(self) -> Work:
+        """At most the work of one run: ``max_uploads`` uploads of one local step each, plus the clients still
+        training when it ends (at most ``users``), a validation every ``eval_every`` uploads."""
+        return Work(self.max_uploads + self.users, evaluations(self.max_uploads, self.eval_every),
+                    fields_of(self, "max_uploads", "users"), fields_of(self, "eval_every", "max_uploads"))
 
     def arrival_rate(self, concurrency: int | None) -> float:
         """Clients per time unit: ``rate``, or the rate giving ``concurrency`` in training (Little's law:
@@ -227,7 +247,7 @@ class QafelSetting:
         m = _ROW.match(method)
         check(m is not None, "method", method, "a row of QafelSetting.methods")
         kw = dict(K=1, lr=self.lr, Z=self.Z, server_lr=self.server_lr, server_momentum=self.server_momentum,
-                  reducer="sum", staleness="none" if concurrency is None else "sqrt", server_time=0.0,
+                  reducer="sum", staleness="none" if concurrency is None else self.staleness, server_time=0.0,
                   arrival_rate=self.arrival_rate(concurrency), concurrency=None)
         if m[1] is None:
             return "fedbuff", kw
@@ -267,7 +287,8 @@ def load_task(cfg: QafelSetting, root=None, device="cpu") -> Dataset:
     else:
         data = load_dataset("cifar10-jpeg", root=root, device=device, normalize=False)
         data = data.relabel(VEHICLES, name="cifar10-jpeg vehicles vs animals")
-    n = data.n_test if cfg.validation is None else min(cfg.validation, data.n_test)
+    n = data.n_test if cfg.validation is None else check_int(
+        "validation", cfg.validation, 1, data.n_test, hint=f"at most the {data.n_test} test images, or None for all")
     return replace(data, train_x=data.train_x * 2 - 1, test_x=data.test_x[:n] * 2 - 1, test_y=data.test_y[:n],
                    test_groups=None, mean=None, std=None, augment=None)
 
@@ -290,10 +311,11 @@ def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: i
     parts = user_parts(cfg, data, seed)
     profile = SpeedProfile(["all"], np.zeros(len(parts), dtype=int), [HalfNormal(cfg.duration)])
     fed = make_federation(data, "celeba-cnn", len(parts), batch_size=cfg.batch, profile=profile, seed=seed,
-                          device=device, parts=parts, model_kw=dict(variant="fedbuff"), precision=cfg.precision)
+                          device=device, parts=parts, model_kw=dict(variant="fedbuff", dropout=cfg.dropout),
+                          precision=cfg.precision)
     rate = kw["arrival_rate"]
     out = run_algorithm(algorithm, fed, total_time=cfg.max_uploads / rate, eval_every=cfg.eval_every / rate,
-                        target=cfg.target, **kw)
+                        target=cfg.target, allow_large=True, **kw)   # the work was checked for the grid: runner.execute
     out.pop("schedule")
     out.pop("model")
     d = fed.init.numel()
@@ -355,22 +377,17 @@ def table(runs: list[dict]) -> dict:
         k_up = [r["uploads_to_target"] / 1000 for r in hit]
         mb_up = [r["uploads_to_target"] * r["kb_per_upload"] / 1000 for r in hit]
         mb_down = [r["broadcasts_to_target"] * r["kb_per_download"] / 1000 for r in hit]
+        mean, std = mean_std(k_up)
         out[key] = {"method": rs[0]["method"], "concurrency": rs[0]["concurrency"],
-                    "uploads_to_target": {"mean": _mean(k_up), "std": _std(k_up), "per_seed": [
+                    "uploads_to_target": {"mean": mean, "std": std, "per_seed": [
                         None if r["uploads_to_target"] is None else r["uploads_to_target"] / 1000 for r in rs]},
                     "reached": len(hit), "seeds": len(rs),
                     "best_accuracy": [max(a for a in r["curve"]["accuracy"]) for r in rs],
                     "kb_per_upload": rs[0]["kb_per_upload"], "kb_per_download": rs[0]["kb_per_download"],
-                    "mb_uploaded": _mean(mb_up), "mb_broadcast": _mean(mb_down)}
+                    "mb_uploaded": mean_std(mb_up)[0], "mb_broadcast": mean_std(mb_down)[0]}
     return out
 
 
-def _mean(v):
-    return float(np.mean(v)) if v else None
-
-
-def _std(v):
-    return float(np.std(v)) if v else None
 
 
 def table_markdown(rows: dict, paper: dict | None = None) -> str:
@@ -379,7 +396,7 @@ def table_markdown(rows: dict, paper: dict | None = None) -> str:
              "kB/download (ours / paper) | MB up | MB broadcast |", "|---|---|---|---|---|---|---|---|"]
     for key, r in rows.items():
         u = r["uploads_to_target"]
-        ours = "–" if u["mean"] is None else f"{u['mean']:.2f}" + (f" ± {u['std']:.2f}" if r["reached"] > 1 else "")
+        ours = pm(u["mean"], u["std"], 2)
         p = (paper or {}).get(key)
         kb = [f"{v:.3f}" for v in PAPER_KB[r["method"]]] if r["method"] in PAPER_KB else ["–", "–"]
         mb = lambda v: "–" if v is None else f"{v:.1f}"  # noqa: E731
@@ -401,7 +418,7 @@ def label(method: str) -> str:
 def plot_result(result: dict, fig) -> None:
     """Accuracy against uploads per row (every seed; the dotted line is the target), and uploads and MB to the
     target per row (mean ± std over the seeds that reached it)."""
-    runs, rows, cfg = result["runs"], result["rows"], result["config"]
+    runs, rows, cfg = result["runs"], result["rows"], saved_config(QafelSetting, result["config"])
     ax_curve, ax_up, ax_mb = fig.subplots(1, 3, gridspec_kw=dict(width_ratios=[1.3, 1, 1]))
     shown = set()
     markers = dict(zip(dict.fromkeys(r["concurrency"] for r in runs), "os^Dv"))   # one marker per concurrency
@@ -420,7 +437,7 @@ def plot_result(result: dict, fig) -> None:
     x = np.arange(len(keys))
     colors = [style(rows[k]["method"])["color"] for k in keys]
     up = [rows[k]["uploads_to_target"]["mean"] or 0 for k in keys]
-    err = [rows[k]["uploads_to_target"]["std"] or 0 for k in keys]
+    err = error_bars(rows[k]["uploads_to_target"]["std"] for k in keys)
     ax_up.bar(x, up, yerr=err, color=colors, capsize=2)
     for i, k in enumerate(keys):
         if rows[k]["reached"] < rows[k]["seeds"]:
@@ -445,14 +462,15 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
                    root=None, device="cpu", progress: bool = True, fresh: bool = False, reuse=(),
                    fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
                    processes: int | None = None,
-                   **overrides) -> list[Path]:
+                   allow_large: bool = False, **overrides) -> list[Path]:
     """Compute a QAFeL experiment and write ``OUT/<experiment>.json``, ``.md`` and ``.png`` (as
     :func:`afl.repro.favas.run_experiment`: saved as runs end, resumed, reused, fleet or Ray)."""
     cfg = setting(experiment, quick=quick, **overrides)
     dev = resolve_device(device)
     g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
-                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides)
+                   fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides,
+                   allow_large=allow_large)
     paper = paper_reference(experiment)
     return done.publish({
         "dataset": done.runs[0]["dataset"], "rows": table(done.runs),
@@ -461,15 +479,16 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
 
 
 def write_result(result: dict, out, write_json: bool = True) -> list[Path]:
-    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure."""
-    return write_files(result, out, report, figure, write_json)
+    """Write ``OUT/<experiment>.json`` (unless ``write_json`` is False), its markdown report and its figure, the
+    summary rows computed from the runs (:func:`table`)."""
+    return write_files(result | {"rows": table(result["runs"])}, out, report, figure, write_json)
 
 
 def figure(result: dict):
     from matplotlib.figure import Figure
     fig = Figure(figsize=(16, 5))
     plot_result(result, fig)
-    cfg = result["config"]
+    cfg = saved_config(QafelSetting, result["config"])
     fig.suptitle(f"{result['experiment']}{title_tag(result)} on {result['dataset']}: "
                  f"{cfg['users']} users, {cfg['seeds']} seed{'s' * (cfg['seeds'] > 1)}, quantizer family "
                  f"{cfg['quantizer']}")
@@ -479,7 +498,7 @@ def figure(result: dict):
 
 def report(result: dict, per_run: bool = True) -> str:
     """The markdown of a QAFeL result: command, machine, dataset, the table beside the paper's, and per run."""
-    cfg, runs = result["config"], result["runs"]
+    cfg, runs = saved_config(QafelSetting, result["config"]), result["runs"]
     notes = [f"Dataset: **{result['dataset']}**" + (" (the offline substitute for CelebA; the paper's numbers are "
              "CelebA's and only a reference)" if cfg["dataset"] != "celeba" else "") + "."]
     if result["quick"]:

@@ -19,9 +19,10 @@ from typing import Callable
 import torch
 
 from ..algorithms import get as get_algorithm
+from ..budget import check_work
 from ..compress import Quantizer
 from ..errors import ParameterError, RunsFailed, check, check_choice, check_int
-from ..fleet import DEFAULT_SIZE, run_fleet, run_in_processes, run_on_ray, run_one_by_one
+from ..fleet import DEFAULT_SIZE, check_ray_address, run_fleet, run_in_processes, run_on_ray, run_one_by_one
 from ..results import PartialRuns, RunProgress, output_dir, rescue_dir, setting_key
 from ..runtime import flush_denormals
 
@@ -90,7 +91,7 @@ def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress
             run_in_processes(work, todo, processes, on_outcome=finished)
         else:
             run_on_ray(work, todo, address=ray, num_gpus=1 if torch.device(device).type == "cuda" else 0,
-                       on_done=lambda outcomes: [finished(o) for o in outcomes])
+                       on_outcome=finished)
     if failed:
         raise RunsFailed([(o.key, o.error) for o in failed])
     return [have[k] for k in grid.keys]
@@ -139,10 +140,17 @@ def read_result(path, name: str) -> dict:
     return result
 
 
+def saved_config(cls: type, config: dict) -> dict:
+    """A saved result's setting (``config``) with every field of ``cls`` it lacks: what the run was computed with
+    before the field existed, ``cls.BEFORE[field]`` where the setting names it (QAFeL's dropout was 0 before it
+    became a field), else the field's default."""
+    defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    return defaults | getattr(cls, "BEFORE", {}) | config
+
+
 def same_setting(saved: dict, grid: Grid) -> bool:
-    """Whether a saved result's setting is ``grid``'s apart from the selection fields (a field added since it was
-    saved counts as its default)."""
-    config = {f.name: f.default for f in fields(grid.cfg) if f.default is not MISSING} | saved["config"]
+    """Whether a saved result's setting is ``grid``'s apart from the selection fields (:func:`saved_config`)."""
+    config = saved_config(type(grid.cfg), saved["config"])
     return setting_key(config, grid.selection) == grid.setting_key
 
 
@@ -232,16 +240,24 @@ class Execution:
 
 def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bool = False, reuse=(),
             progress: bool = True, fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
-            processes: int | None = None, device="cpu", overrides: dict | None = None) -> Execution:
+            processes: int | None = None, device="cpu", overrides: dict | None = None,
+            allow_large: bool = False) -> Execution:
     """Compute ``grid`` for ``afl repro`` (``grid.work`` already runs as ``fleet``/``fleet_size`` say; they are
     recorded here, with ``ray`` and ``processes``, see :func:`compute`): runs saved in ``OUT/<name>.partial.jsonl``
     by an interrupted invocation are resumed (``fresh=True`` discards them first), runs of the JSON results in
     ``reuse`` are taken where they are the same runs, and the rest is computed (:func:`compute`); a run stopped
     midway goes on from its checkpoint in ``OUT/<name>.checkpoints/`` (grids that save them; ``fresh`` discards
-    them too). Everything is checked before anything is created or computed. ``overrides``: the setting's fields
-    changed from the command line, recorded in the command."""
+    them too). Everything is checked before anything is created or computed, the grid's work too (its setting's
+    ``work()`` per run, :func:`afl.budget.check_work`: above the limits only with ``allow_large``). ``overrides``:
+    the setting's fields changed from the command line, recorded in the command."""
+    check_work(grid.cfg.work().times(len(grid.keys)), allow_large, "--allow-large", changed=overrides or ())
     if fleet_size is not None:
         check_int("fleet_size", fleet_size, 1)
+    if processes is not None:
+        check_int("processes", processes, 1)
+        check(ray is None, "processes", processes, "no Ray address as well (Ray places its own tasks)")
+    if ray is not None:
+        check_ray_address(ray)
     reuse = [Path(p) for p in reuse]
     others = [read_result(p, "reuse") for p in reuse]
     if not fresh:
@@ -274,7 +290,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
                + set_flags(overrides)
                + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
                + (f" --fleet-size {fleet_size}" if fleet_size else "")
-               + (f" --processes {processes}" if processes else "")
+               + (f" --processes {processes}" if processes else "") + (" --allow-large" if allow_large else "")
                + ("" if ray is None else " --ray" if ray == "local" else f" --ray {ray}"))
     record = {"experiment": grid.name, "command": command, "quick": quick, "machine": machine(str(device)),
               "execution": f"runs computed {how}",
@@ -332,7 +348,7 @@ def machine(device: str) -> str:
 
 __all__ = ["MAX_SEEDS", "Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs",
            "Execution", "execute",
-           "machine", "heading", "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
+           "machine", "heading", "saved_config", "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
 
 
 def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):

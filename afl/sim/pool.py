@@ -125,8 +125,8 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
                            max_new: int = 2, learner=None, cap_first: bool = True) -> PoolSchedule:
     """Simulate ``tasks`` (:class:`PoolTask`, one per model of ``profile``'s costs) sharing ``profile``'s clients
     until ``t_end`` or until every task has finished. ``learner`` (optional) is told ``on_request(task, client,
-    t)`` when a request is sent (train from the task's current model), ``on_update(task, client, t)`` when it
-    arrives and ``on_server_step(task, t, updates)`` when the task's buffer is full; if it has ``bind(control)``
+    t, start)`` when a request is sent (train from the task's current model; the client starts it at ``start``),
+    ``on_update(task, client, t)`` when it arrives and ``on_server_step(task, t, updates)`` when the task's buffer is full; if it has ``bind(control)``
     it gets the run's :class:`PoolControl` first, to reallocate requests and buffers and finish tasks. A client
     serves its requests in the order they were sent (FCFS), so a learner can match each arrival to its request
     by keeping, per (task, client), its requests in order."""
@@ -165,7 +165,7 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
         event = clock.push(end, "update", task=m, client=c, sent=t, start=start, version=version[m])
         out_now[m][event] = c
         if learner is not None:
-            learner.on_request(m, c, t)
+            learner.on_request(m, c, t, start)
 
     def top_up(m: int, t: float, most: int | None = None, capped: bool = True) -> None:
         free = min(control.requests[m] - active[m], control.budget - sum(active))

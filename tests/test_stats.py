@@ -1,0 +1,22 @@
+"""Every ± of afl is the sample standard deviation (ddof = 1), from afl.stats; one value has no spread."""
+import math
+
+import numpy as np
+import pytest
+
+from afl.stats import error_bars, mean_std, pm, series_mean_std
+
+
+def test_the_spread_over_seeds_is_the_sample_standard_deviation():
+    mean, std = mean_std([1.0, 2.0, 4.0])
+    assert mean == pytest.approx(7 / 3) and std == pytest.approx(math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2
+                                                                             + (4 - 7 / 3) ** 2) / 2))
+    assert mean_std([5.0]) == (5.0, None) and mean_std([]) == (None, None)
+    m, s = series_mean_std([[0.0, 1.0], [2.0, 5.0]])
+    assert m.tolist() == [1.0, 3.0] and s == pytest.approx([math.sqrt(2), math.sqrt(8)])
+    assert np.isnan(series_mean_std([[1.0, 2.0]])[1]).all()
+
+
+def test_a_table_shows_no_spread_for_one_seed():
+    assert pm(71.234, 1.25) == "71.2 ± 1.2" and pm(71.234, None) == "71.2" and pm(None, None) == "–"
+    assert pm(12.0, float("nan"), 0) == "12" and error_bars([1.0, None])[0] == 1.0 and np.isnan(error_bars([None])[0])
