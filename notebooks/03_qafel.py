@@ -189,7 +189,7 @@ for name, folder in (("qafel-table1", ""), ("qafel-table2", ""), ("qafel-fig3", 
 # channel), and the upload sizes fall 4×, 8× and 14× from FedBuff's. Read the uploads to the target against
 # them: a row is worth its bytes only if it does not need many more uploads. The committed results are quick
 # settings (300 users, a 70 % target close to what 300 users' 5,000 images allow — their commands say so): the
-# seeds spread widely (FedBuff 1.25 ± 0.42 thousand uploads), so read the means, not single rows. 4-bit QAFeL
+# seeds spread widely (FedBuff 1.25 ± 0.52 thousand uploads), so read the means, not single rows. 4-bit QAFeL
 # needed about 1.4× FedBuff's uploads with 5.5× fewer MB uploaded; in Fig. 3's setting (staleness weights,
 # 10 / 50 / 100 clients training) it needed 0.7–1.4× the uploads with 5.5–10× fewer MB, the paper's "1–1.5×"
 # and "5.2–8×". At this target neither the bits nor the hidden state separate the rows beyond the seeds' spread.

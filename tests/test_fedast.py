@@ -101,6 +101,18 @@ def test_normalized_variance_is_algorithm_4():
         fedast_module.normalized_variance(d[:1])
 
 
+def test_the_papers_realloc_splits_in_exact_proportion_the_codes_in_chunks():
+    """Eq. (3): R_m proportional to the weights, whole requests by largest remainders; the code's chunks of 32 leave
+    a 43/57 split of 192 at 96/96."""
+    assert fedast_module.allocate_proportional(192, [43, 57]) == [83, 109]
+    assert fedast_module.allocate_chunks(192, [43, 57]) == [96, 96]
+    out = fedast_module.allocate_proportional(384, [1.0, 3.0, 0.0, 2.0])
+    assert sum(out) == 384 and out == [64, 191, 1, 128]                    # one request at least while active
+    assert fedast_module.allocate_proportional(16, [1, 2], [True, False]) == [16, 0]
+    assert fedast_module.Realloc("paper").allocate(192, [43, 57], [True, True]) == [83, 109]
+    assert fedast_module.Realloc("code").allocate(192, [43, 57], [True, True]) == [96, 96]
+
+
 def test_allocate_chunks_follows_the_codes_greedy_rule():
     from afl.theory.fedast import realloc_optimum
     assert fedast_module.allocate_chunks(384, [1, 1, 1, 1]) == [96, 96, 96, 96]

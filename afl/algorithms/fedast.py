@@ -63,23 +63,34 @@ class Realloc:
     """Option D (Algorithm 3): every ``c_period = period x M x sum_m R_m`` arrivals (M: tasks still training),
     once every task has passed ``warmup`` rounds, give the sum_m R_m requests out again in proportion to
     :func:`~afl.theory.fedast.realloc_weights` of each task's normalized update variance (Algorithm 4 over its last
-    ``window`` updates, averaged over the period as the code does), in whole chunks (:func:`allocate_chunks`).
-    ``variant="paper"``: weights ``sqrt(eta_s eta_c tau sigma^2)`` and buffers ``b <- b R_new / R_old`` (line 4);
-    ``"code"``: the authors' ``eta_s / (eta_c tau^2) sigma^2 / 2`` and buffers ``ceil(active requests / chunk)``
-    after every arrival. Defaults: the paper's (V = 8, c_period = 0.75 M sum R, chunks of 32)."""
+    ``window`` updates, averaged over the period as the code does).
+    ``variant="paper"``: weights ``sqrt(eta_s eta_c tau sigma^2)``, requests in exact proportion to them (eq. (3),
+    :func:`allocate_proportional`) and buffers ``b <- b R_new / R_old`` (line 4); ``"code"``: the authors'
+    ``eta_s / (eta_c tau^2) sigma^2 / 2``, requests in whole chunks of ``chunk`` (:func:`allocate_chunks`: a 43/57
+    split of 192 moves nothing) and buffers ``ceil(active requests / chunk)`` after every arrival. ``chunk``
+    given with ``"paper"``: its requests move in such chunks too. Defaults: the paper's (V = 8,
+    c_period = 0.75 M sum R); the code's chunks of 32."""
 
     variant: str = "paper"
     window: int = 8
     period: float = 0.75
     warmup: int = 8
-    chunk: int = CHUNK
+    chunk: int | None = None
 
     def __post_init__(self):
         check_choice("variant", self.variant, REALLOC_VARIANTS)
         check_int("window", self.window, 2)
         check_real("period", self.period, 0, strict_low=True)
         check_int("warmup", self.warmup, 0)
-        check_int("chunk", self.chunk, 1)
+        if self.chunk is not None:
+            check_int("chunk", self.chunk, 1)
+
+    def allocate(self, total: int, weights, active) -> list[int]:
+        """``total`` requests over the tasks by ``weights``: in exact proportion (the paper's, no ``chunk``) or in
+        chunks (the code's)."""
+        if self.chunk is None and self.variant == "paper":
+            return allocate_proportional(total, weights, active)
+        return allocate_chunks(total, weights, self.chunk or CHUNK, active)
 
 
 #: what FedAST's first requests (sent at time 0 with model version 0) train from: "paper" -- x^(0), as Algorithm 2
@@ -187,7 +198,7 @@ class FedASTServer:
         self.arrivals += 1
         live = self.live()
         if cfg.variant == "code":
-            control.set(m, buffer=max(1, -(-control.active[m] // cfg.chunk)))
+            control.set(m, buffer=max(1, -(-control.active[m] // (cfg.chunk or CHUNK))))
         period = cfg.period * len(live) * control.budget
         if (self.arrivals < period or min(self.rounds) <= cfg.warmup
                 or not all(self.samples[i] for i in live)):
@@ -200,7 +211,7 @@ class FedASTServer:
         weights = realloc_weights(variance, [k.server_lr for k in tasks], [k.lr for k in tasks],
                                   [k.steps for k in tasks], cfg.variant)
         active = [not f for f in control.finished]
-        new = allocate_chunks(control.budget, weights, cfg.chunk, active)
+        new = cfg.allocate(control.budget, weights, active)
         for i in live:
             buffer = None if cfg.variant == "code" else max(1, round(control.buffer[i] * new[i] / control.requests[i]))
             control.set(i, requests=new[i], buffer=buffer)
@@ -224,6 +235,28 @@ def normalized_variance(deltas: torch.Tensor) -> float:
     norm2 = float(mean @ mean)
     check(norm2 > 0, "deltas", "a zero mean update", "updates whose mean is not zero")
     return float(((deltas - mean) ** 2).sum(1).mean()) / norm2
+
+
+def allocate_proportional(total: int, weights, active=None) -> list[int]:
+    """Algorithm 3, line 3, as eq. (3) states it: ``total`` requests in proportion to ``weights`` over the active
+    tasks, rounded to whole requests by largest remainders (ties: the first), at least one each; finished tasks
+    (``active[m]`` False) get 0."""
+    total = check_int("total", total, 1)
+    w = [check_real("weights", float(x), 0) for x in weights]
+    active = [True] * len(w) if active is None else [bool(a) for a in active]
+    check(len(active) == len(w) >= 1, "active", active, f"one flag per task ({len(w)})")
+    check(total >= sum(active) >= 1, "total", total, f"at least one request per active task ({sum(active)})")
+    w = [x if a else 0.0 for x, a in zip(w, active)]
+    scale = sum(w)
+    share = [total * x / scale if scale else total * a / sum(active) for x, a in zip(w, active)]
+    out = [max(1, int(s)) if a else 0 for s, a in zip(share, active)]
+    for m in sorted((m for m in range(len(w)) if active[m]), key=lambda m: out[m] - share[m]):
+        if sum(out) >= total:
+            break
+        out[m] += 1
+    while sum(out) > total:                          # the minimum of one pushed the sum over: take from the largest
+        out[out.index(max(out))] -= 1
+    return out
 
 
 def allocate_chunks(total: int, weights, chunk: int = CHUNK, active=None) -> list[int]:
@@ -285,5 +318,5 @@ def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: 
             "schedule": schedule, "reallocations": server.variances if realloc is not None else []}
 
 
-__all__ = ["CHUNK", "FIRST_WAVES", "FedASTTask", "Realloc", "FedASTServer", "normalized_variance", "allocate_chunks",
+__all__ = ["CHUNK", "FIRST_WAVES", "FedASTTask", "Realloc", "FedASTServer", "normalized_variance", "allocate_proportional", "allocate_chunks",
            "pool_work", "run_fedast"]

@@ -44,7 +44,7 @@ from ..fleet import Outcome, run_fleet
 from ..models import build_model
 from ..plots import style
 from ..runtime import resolve_device
-from ..stats import error_bars, mean_std, pm
+from ..stats import error_bars, mean_std, paired_ratio, pm
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
 from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
@@ -406,6 +406,33 @@ def table_markdown(rows: dict, paper: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def paired_ratios(rows: dict, paper: dict | None = None) -> str:
+    """Each row's uploads to the target over FedBuff's at the same concurrency, paired by seed (a seed where
+    either never reached is left out): the geometric mean of the per-seed ratios with its 95 % t interval
+    (:func:`afl.stats.paired_ratio`), beside the paper's ratio of means (a reference: its ± over 3 runs makes
+    that ratio uncertain too, e.g. 4/4's 27.8 ± 10.4 k over 26.1 ± 6.7 k is 1.07 with a standard error near 0.3).
+    What a reader may conclude: a row is slower than FedBuff where the whole interval lies above 1."""
+    lines = ["Uploads to the target over FedBuff's, paired by seed (geometric mean, 95 % t interval; pairs: seeds "
+             "where both reached):", "", "| row | ratio (ours) | 95 % interval | pairs | paper ratio of means | "
+             "reading |", "|---|---|---|---|---|---|"]
+    for key, r in rows.items():
+        base = "fedbuff" if r["concurrency"] is None else f"fedbuff@{r['concurrency']}"
+        if r["method"] == "fedbuff" or base not in rows:
+            continue
+        q = paired_ratio(r["uploads_to_target"]["per_seed"], rows[base]["uploads_to_target"]["per_seed"])
+        p = (paper or {}).get(key)
+        ref = f"{p[0] / paper['fedbuff'][0]:.2f}" if p and "fedbuff" in paper else "–"
+        if q["low"] is None:
+            interval, reading = "–", "too few pairs"
+        else:
+            interval = f"{q['low']:.2f} – {q['high']:.2f}"
+            reading = ("slower than FedBuff" if q["low"] > 1 else "faster than FedBuff" if q["high"] < 1
+                       else "not told apart from FedBuff")
+        ratio = "–" if q["ratio"] is None else f"{q['ratio']:.2f}"
+        lines.append(f"| {key} | {ratio} | {interval} | {q['n']}/{r['seeds']} | {ref} | {reading} |")
+    return "\n".join(lines)
+
+
 def paper_reference(experiment: str) -> dict | None:
     return {"qafel-table1": PAPER_TABLE1, "qafel-table2": PAPER_TABLE2}.get(experiment)
 
@@ -503,12 +530,17 @@ def report(result: dict, per_run: bool = True) -> str:
              "CelebA's and only a reference)" if cfg["dataset"] != "celeba" else "") + "."]
     if result["quick"]:
         notes.append("QUICK setting: not comparable with the paper's numbers.")
+        ran = {k: cfg[k] for k in QafelSetting.BEFORE if cfg[k] != getattr(QafelSetting, k)}
+        if ran:
+            notes.append("Ran with " + ", ".join(f"{k} = {v}" for k, v in ran.items()) + " (the paper's: " + ", ".join(
+                f"{k} = {getattr(QafelSetting, k)}" for k in ran) + ").")
     elif difference := paper_difference(EXPERIMENTS[result["experiment"]][0], cfg, ("seeds", "methods")):
         notes.append(difference)
     notes.append(f"Target: {100 * cfg['target']:.0f} % validation accuracy ({cfg['validation'] or 'all'} test "
                  f"images) within {cfg['max_uploads']:,} uploads, checked every {cfg['eval_every']} uploads.")
     lines = heading(result) + [" ".join(notes), "",
-             table_markdown(result["rows"], paper_reference(result["experiment"]))]
+             table_markdown(result["rows"], paper_reference(result["experiment"])), "",
+             paired_ratios(result["rows"], paper_reference(result["experiment"]))]
     if per_run:
         lines += ["", "| row | concurrency | seed | uploads to target | best acc. (%) | uploads run | wall s |",
                   "|---|---|---|---|---|---|---|"]
