@@ -49,11 +49,14 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "fedadc": ("#8c6d31", "--", "FedADC (GHBM τ=1)"),
     "fedcm-full": ("#8c6d31", ":", "FedCM, full participation"),
     "fedcm-code": ("#8c6d31", "-.", "FedCM as the authors' code runs it"),
+    "fedcm-server-lr-1": ("#8c6d31", (0, (6, 2, 1, 2)), "FedCM, η = 1"),
     "ghbm": ("#393b79", "-", "GHBM"),
     "ghbm-eq4": ("#393b79", "--", "GHBM as analysed (eq. 4)"),
     "ghbm-server": ("#393b79", "-.", "GHBM at the server (C.8)"),
     "localghbm": ("#843c39", "--", "LocalGHBM"),
     "fedhbm": ("#843c39", "-", "FedHBM"),
+    "localghbm-code-scale": ("#843c39", "-.", "LocalGHBM, momentum scale C (the code's)"),
+    "fedhbm-code-scale": ("#843c39", ":", "FedHBM, momentum scale C (the code's)"),
 }
 _FALLBACK = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#d62728"]
 

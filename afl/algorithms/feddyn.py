@@ -3,8 +3,9 @@
 FedDyn: client i minimises ``f_i(w) - <h_i, w> + alpha/2 ||w - theta||^2``, so ``d' = d - h_i + alpha (w - theta)``,
 then ``h_i <- h_i + alpha (theta - y_i)``. The server keeps ``h <- h + (alpha/N) sum_{i in S} (theta - y_i)`` and
 sets ``theta <- theta - eta g - h / alpha`` (eta = 1: the clients' average minus h/alpha, Acar et al. Alg. 1).
-The GHBM code adds ``(alpha/N) g`` -- the weighted *mean* of the updates -- to h (``feddyn_center_server.py``):
-``h_update="mean"``.
+The GHBM code instead *subtracts* ``(alpha/N) g`` -- g the weighted mean of the pseudo-gradients ``theta - y_i`` --
+from h (``feddyn_center_server.py``: ``h.add_(g, alpha=-alpha/N)``): the opposite sign of Acar et al.'s update, and
+the mean for the sum: ``h_update="code"``. afl's runs use the paper's form.
 
 AdaBest: client i minimises ``f_i(w) - <h_i, w>`` (``d' = d - h_i``), then ``h_i <- h_i / k_i + mu (theta - y_i)``
 with k_i the rounds since its last participation. The server keeps the clients' average ``a = theta - eta g``
@@ -25,7 +26,8 @@ from .rounds import Drift, RoundLearner, RoundSettings
 
 @dataclass(frozen=True)
 class FedDynSettings(RoundSettings):
-    """FedDyn: ``alpha`` (GHBM Table 7: 0.001 on CIFAR, 0.009 on Shakespeare); the server's h update."""
+    """FedDyn: ``alpha`` (GHBM Table 7: 0.001 on CIFAR, 0.009 on Shakespeare); the server's h update, ``"sum"``
+    (Acar et al.) or ``"code"`` (the GHBM code's, see the module)."""
 
     alpha: float = 0.001
     h_update: str = "sum"
@@ -33,7 +35,7 @@ class FedDynSettings(RoundSettings):
     def __post_init__(self):
         super().__post_init__()
         check_real("alpha", self.alpha, 0, strict_low=True)
-        check_choice("h_update", self.h_update, ("sum", "mean"))
+        check_choice("h_update", self.h_update, ("sum", "code"))
 
 
 class FedDyn(RoundLearner):
@@ -49,7 +51,10 @@ class FedDyn(RoundLearner):
     def server_step(self, clients, delta, pseudo):
         a = self.cfg.alpha
         self.linear[clients] += a * delta
-        self.h = self.h + a / self.fed.n * (delta.sum(0) if self.cfg.h_update == "sum" else pseudo)
+        if self.cfg.h_update == "sum":
+            self.h = self.h + a / self.fed.n * delta.sum(0)
+        else:
+            self.h = self.h - a / self.fed.n * pseudo
         self.w = self.w - self.cfg.server_lr * pseudo - self.h / a
 
 

@@ -54,15 +54,18 @@ from ..stats import error_bars, mean_std, pm, series_mean_std
 from ..theory.ghbm import unseen_fraction_moment
 from ..results import output_dir
 from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
-                     set_flags, settings_record, title_tag, with_overrides, write_files)
+                     saved_config, set_flags, settings_record, title_tag, with_overrides, write_files)
 
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
                  "fedadc", "mimemom", "mimelitemom", "fedcm-full", "ghbm", "localghbm", "fedhbm")
 #: variants that are not rows of the paper: name -> (the method whose Table 7 settings they take, what they change)
 VARIANTS = {"fedcm-code": ("fedcm", {"momentum": "code"}),
+            "fedcm-server-lr-1": ("fedcm", {"server_lr": 1.0}),
             "mimemom-dampened": ("mimemom", {"momentum": "dampened"}),
-            "mimelitemom-dampened": ("mimelitemom", {"momentum": "dampened"})}
+            "mimelitemom-dampened": ("mimelitemom", {"momentum": "dampened"}),
+            "localghbm-code-scale": ("localghbm", {"momentum_scale": "C"}),
+            "fedhbm-code-scale": ("fedhbm", {"momentum_scale": "C"})}
 #: method -> registered algorithm, where the name differs
 ALGORITHM = {"fedcm-full": "fedcm"} | {name: base for name, (base, _) in VARIANTS.items()}
 #: the setting fields that only choose which runs a grid makes
@@ -83,11 +86,34 @@ HYPER = {
         "fedavg": dict(server_lr=1.0, lr=1.0), "fedprox": dict(server_lr=1.0, lr=1.0, mu=1e-4),
         "scaffold": dict(server_lr=1.0, lr=1.0), "feddyn": dict(server_lr=1.0, lr=1.0, alpha=0.009),
         "adabest": dict(server_lr=1.0, lr=1.0, mu=0.009, beta=0.9), "mime": dict(server_lr=1.0, lr=1.0),
-        "fedavgm": dict(server_lr=0.1, lr=1.0, beta=0.9), "scaffold-m": dict(server_lr=0.1, lr=1.0, beta=0.1),
+        "fedavgm": dict(server_lr=0.1, lr=1.0, beta=0.9), "scaffold-m": dict(server_lr=1.0, lr=1.0, beta=0.1),
         "fedcm": dict(server_lr=0.1, lr=1.0, alpha=0.1), "fedadc": dict(server_lr=1.0, lr=0.1, beta=0.9),
         "mimemom": dict(server_lr=0.1, lr=1.0, beta=0.9), "mimelitemom": dict(server_lr=0.1, lr=1.0, beta=0.9),
         "fedcm-full": dict(server_lr=0.1, lr=1.0, alpha=0.1), "ghbm": dict(server_lr=1.0, lr=1.0, beta=0.9),
         "localghbm": dict(server_lr=1.0, lr=1.0, beta=0.9), "fedhbm": dict(server_lr=1.0, lr=1.0, beta=1.0)}),
+}
+
+#: Where a rate of :data:`HYPER` or a variant is not Table 7's own bold value: per column, method -> its source.
+#: Every other rate is Table 7's (alpha = 0).
+_GHBM_FAMILY = ("ours: Table 7 marks no value for the GHBM family on Shakespeare; FedAvg's eta = eta_l = 1, as every "
+                "Shakespeare method with a bold eta_l has 1 (at 0.1 FedAvg stays at the most frequent character for "
+                "30 rounds: tools/ghbm_step_probe.py)")
+RATE_SOURCES = {
+    "cnn": {"ghbm": "ours: eta_l = 0.01, FedHBM's (Table 7 lost GHBM's bold mark; GHBM with tau = 1 is FedCM with "
+                    "alpha = 1 - beta and eta_l / alpha, FedCM's tuned 0.1)",
+            "scaffold-m": "ours: no Table 7 row; FedCM's rates (eta = 0.1, eta_l = 0.1) and momentum form",
+            "fedadc": "ours: no Table 7 row; FedAvg's eta = 1, eta_l = 0.01 and beta = 0.9 (not tuned)",
+            "adabest": "Table 7's alpha as mu; server beta = 0.9 ours (the paper states none)"},
+    "shakespeare": {"ghbm": _GHBM_FAMILY, "localghbm": _GHBM_FAMILY, "fedhbm": _GHBM_FAMILY,
+                    "scaffold-m": "ours: no Table 7 row; afl runs it at eta = 1 (earlier at FedCM's eta = 0.1, "
+                                  "which with the same momentum normalisation left it at 25.8 % against 42.6 % at "
+                                  "eta = 1: results/ghbm-shakespeare-250-rounds-server-lr-1)",
+                    "fedcm-server-lr-1": "ours: eta = 1 beside Table 7's 0.1; the paper's FedCM Shakespeare row "
+                                         "equals FedADC's numbers exactly, which suggests it ran at an effective "
+                                         "eta = 1 (at 0.1 FedCM, a convex mix of displacements with no 1/(1 - beta) "
+                                         "gain, reaches 26.2 %)",
+                    "fedadc": "ours: no Table 7 row; eta = 1, eta_l = 0.1 and beta = 0.9 (not tuned)",
+                    "adabest": "Table 7's alpha as mu; server beta = 0.9 ours (the paper states none)"},
 }
 
 #: Paper numbers (references only): Table 8 (CIFAR-10, CNN) and Table 2 (Shakespeare), (non-iid, iid) means.
@@ -116,6 +142,12 @@ DATASETS = {
 }
 
 
+#: Shakespeare windows per client in the paper's federation (App. C.1, Table 6: 100 clients of 2,000 each)
+SHAKESPEARE_WINDOWS = 2000
+#: Shakespeare federations (:class:`GhbmSetting` ``federation``)
+FEDERATIONS = ("paper", "any-roles")
+
+
 @dataclass(frozen=True)
 class GhbmSetting:
     """One GHBM experiment's settings (defaults: the paper's CIFAR protocol on the offline CIFAR-10 copy).
@@ -129,8 +161,18 @@ class GhbmSetting:
     ``retune``: Table 7's values changed for a probe (``"fedcm.server_lr=1"``: FedCM with server step 1); a result
     made so says it in its setting. ``weighting``: the server averages its clients' updates by data size (the
     paper's text) or ``"uniform"`` (the authors' code for the MIME family, ``aggregation_policy: uniform``).
+    ``federation`` (Shakespeare): ``"paper"`` -- LEAF's split as App. C.1 and Table 6 give it, ``clients`` roles
+    among those holding at least :data:`SHAKESPEARE_WINDOWS` windows, each cropped to that many (one epoch: J = 20
+    steps of B = 100), the IID split the same windows shuffled over the clients -- or ``"any-roles"``, afl's
+    earlier split (any roles, cut at 2,000 windows: most hold fewer; kept to read older results).
     Changing ``dataset`` brings its row of :data:`DATASETS` unless set too.
     """
+
+    @staticmethod
+    def BEFORE(config: dict) -> dict:    # noqa: N802 -- what results saved before a field existed ran with
+        """Shakespeare results saved before ``federation`` existed ran on the earlier split
+        (:func:`afl.repro.runner.saved_config`); the field means nothing elsewhere."""
+        return {"federation": "any-roles"} if config.get("dataset") == "shakespeare" else {}
 
     dataset: str = "cifar10-jpeg"
     model: str = "cnn-cifar"
@@ -153,10 +195,12 @@ class GhbmSetting:
     precision: str = "fp32"          # the engine's (afl.engine.PRECISIONS); "bf16" is opt-in mixed precision
     retune: tuple = ()               # Table 7's values changed, "method.name=value" each, e.g. "fedcm.server_lr=1"
     weighting: str = "size"          # the server's average over its clients (afl.algorithms.rounds.WEIGHTINGS)
+    federation: str = "paper"        # Shakespeare's clients: FEDERATIONS
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("weighting", self.weighting, WEIGHTINGS)
+        check_choice("federation", self.federation, FEDERATIONS)
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("hyper", self.hyper, HYPER)
         check_choice("model", self.model, MODEL_NAMES)
@@ -299,18 +343,21 @@ def load_task(cfg: GhbmSetting, root=None, device="cpu") -> Dataset:
 
 def client_parts(cfg: GhbmSetting, data: Dataset, split: str, seed: int) -> list[torch.Tensor]:
     """The clients' sample indices for ``split``: one class (alpha = 0) or Dirichlet(alpha) label mixes,
-    ``n / clients`` samples each (the code's rebalancing); Shakespeare: one role each, at most 2,000 windows,
-    or the same amounts drawn from all roles (IID). Where classes are too unequal for ``n / clients`` samples of
+    ``n / clients`` samples each (the code's rebalancing); Shakespeare: ``cfg.federation``'s (paper: one role of at
+    least 2,000 windows each, cropped to 2,000; IID: those 200,000 windows shuffled over the clients). Where classes are too unequal for ``n / clients`` samples of
     one class per client (MNIST: 5,421 fives for 10 clients of 600), alpha = 0 gives each client the largest size
     that one class can fill for all (MNIST: 584)."""
     alpha = split_alpha(split)
     if cfg.dataset == "shakespeare":
-        roles = make_partition("by_group", data.train_groups.cpu(), cfg.clients, seed=seed, min_samples=2)
-        parts = [p[:2000] for p in roles]
+        least = SHAKESPEARE_WINDOWS if cfg.federation == "paper" else 2
+        roles = make_partition("by_group", data.train_groups.cpu(), cfg.clients, seed=seed, min_samples=least)
+        parts = [p[:SHAKESPEARE_WINDOWS] for p in roles]
         if alpha == 0:
             return parts
-        sizes = [len(p) for p in parts]
-        return make_partition("sized", data.train_y.cpu(), seed=seed, sizes=sizes)
+        if cfg.federation == "any-roles":
+            return make_partition("sized", data.train_y.cpu(), seed=seed, sizes=[len(p) for p in parts])
+        pool = torch.cat(parts)[torch.from_numpy(np.random.default_rng(seed).permutation(sum(map(len, parts))))]
+        return list(pool.split([len(p) for p in parts]))
     alpha = cfg.iid_alpha if np.isinf(alpha) else alpha
     size = None if alpha == 0 else len(data.train_y) // cfg.clients     # None: n / clients where one class fills it
     return make_partition("dirichlet", data.train_y.cpu(), cfg.clients, seed=seed, alpha=alpha, size=size)
@@ -450,7 +497,8 @@ def table_markdown(result: dict) -> str:
     lines = [head, "|---" * (len(splits) + 2 + bool(paper)) + "|"]
     for name, cells in rows.items():
         vals = [pm(cells[s]["mean"], cells[s]["std"]) if s in cells else "–" for s in splits]
-        ref = paper.get(name.split(" ")[0]) if paper else None
+        base = name.split(" ")[0]
+        ref = paper.get(VARIANTS.get(base, (base,))[0]) if paper else None
         cost = cells.get(splits[0], {}).get("to_fedavg")
         if not cost:
             cost_text = "–"
@@ -462,6 +510,18 @@ def table_markdown(result: dict) -> str:
         lines.append(f"| {row_style(name, cfg)['label']} | "
                      + " | ".join(vals) + ((f" | {ref[0]} / {ref[1]}" if ref else " | –") if paper else "")
                      + f" | {cost_text} |")
+    sources = RATE_SOURCES.get(cfg["hyper"], {})
+    ran = {}                                                      # method -> the rates its runs recorded
+    for r in result["runs"]:
+        s = r.get("settings") or {}
+        ran.setdefault(r["method"], ", ".join(f"{k} = {s[k]:g}" for k in ("server_lr", "lr", "beta", "alpha", "mu")
+                                              if isinstance(s.get(k), (int, float))))
+    notes = [f"- {m} ({ran.get(m, '')}): " + (sources[m] if m in sources else
+                                              f"{VARIANTS[m][0]}'s rates with {VARIANTS[m][1]}")
+             for m in dict.fromkeys(n.split(" ")[0] for n in rows) if m in sources or m in VARIANTS]
+    if notes:
+        lines += ["", "Where each rate comes from (the rates as the runs recorded them; all others: Table 7, "
+                  "alpha = 0):", *notes]
     return "\n".join(lines)
 
 
@@ -623,7 +683,7 @@ def report(result: dict, per_run: bool = True) -> str:
     """The markdown of a GHBM result: command, machine, scale, the table beside the paper's, and per run."""
     if result["experiment"] == "ghbm-quadratic":
         return quadratic_markdown(result)
-    cfg, runs = result["config"], result["runs"]
+    cfg, runs = saved_config(GhbmSetting, result["config"]), result["runs"]
     full = "; FedCM, full participation: every client" if any(r["method"] == "fedcm-full" for r in runs) else ""
     notes = [f"Dataset: **{result['dataset']}**, model {cfg['model']}, {cfg['clients']} clients, C = "
              f"{cfg['participation']:g} ({cfg['sampling']} sampling{full}), J = {cfg['local_steps']} steps of batch "

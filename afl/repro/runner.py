@@ -143,9 +143,10 @@ def read_result(path, name: str) -> dict:
 def saved_config(cls: type, config: dict) -> dict:
     """A saved result's setting (``config``) with every field of ``cls`` it lacks: what the run was computed with
     before the field existed, ``cls.BEFORE[field]`` where the setting names it (QAFeL's dropout was 0 before it
-    became a field), else the field's default."""
+    became a field; ``BEFORE`` may be a function of the saved config), else the field's default."""
     defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
-    return defaults | getattr(cls, "BEFORE", {}) | config
+    before = getattr(cls, "BEFORE", {})
+    return defaults | (before(config) if callable(before) else before) | config
 
 
 def same_setting(saved: dict, grid: Grid) -> bool:
