@@ -147,18 +147,26 @@ def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str 
 
 
 #: The queue, in the order it runs (issue 41): GHBM's CIFAR-10 headline row first (alpha = 0, one seed), at a tenth
-#: of the paper's rounds as one fleet, then at its 20,000 rounds one method per entry, then the rest.
+#: of the paper's rounds as one fleet; then GHBM's Shakespeare column on the paper's federation (issue 39: its main
+#: claim fits one visit), then CIFAR-10 at the paper's 20,000 rounds one method per entry (three visits each).
 HEADLINE = ("fedavg", "fedcm", "ghbm", "localghbm", "fedhbm")
+#: GHBM's Shakespeare column (issue 39) in two invocations a split: the main claim's methods and the rates and momentum
+#: scales in question first, the rest (FedCM with every client costs ten runs) second
+SHAKESPEARE_A = ("fedavg", "fedhbm", "fedhbm-code-scale", "localghbm", "localghbm-code-scale", "ghbm", "fedcm",
+                 "fedcm-server-lr-1", "scaffold-m", "fedadc")
+SHAKESPEARE_B = ("fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "mimemom", "mimelitemom", "fedcm-full")
 QUEUE: list[Entry] = [
     _ghbm("ghbm-cifar10-noniid-headline-2000-rounds", "ghbm-cifar10-2000-rounds", width=50,
           note="REDUCED: a tenth of the paper's 20,000 rounds; the headline row's five methods as one fleet",
           splits=("noniid",), methods=HEADLINE, rounds=2000, eval_every=20),
+    *[_ghbm(f"ghbm-shakespeare-{split}-{part}", f"ghbm/shakespeare/{split}-{part}", width=160,
+            dataset="shakespeare", eval_every=10, splits=(split,), methods=methods,
+            note=f"GHBM Table 2, Shakespeare column on the paper's federation, {split}, methods {part.upper()} "
+                 "(merge the four with --reuse into results/ghbm/shakespeare)")
+      for part, methods in (("a", SHAKESPEARE_A), ("b", SHAKESPEARE_B)) for split in ("noniid", "iid")],
     *[_ghbm(f"ghbm-cifar10-noniid-{m}", f"ghbm-cifar10-paper/{m}", note="GHBM Table 8, CIFAR-10 column, non-IID",
             splits=("noniid",), methods=(m,), eval_every=20)
       for m in ("fedavg", "fedhbm", "fedcm", "ghbm", "localghbm")],
-    _ghbm("ghbm-shakespeare-paper-federation", "ghbm-shakespeare-paper", width=160, dataset="shakespeare",
-          eval_every=10, note="GHBM Table 2, Shakespeare column, 16 methods x 2 splits",
-          waits_for="issue 39 (the paper's Shakespeare federation: 100 roles of 2,000 windows)"),
 ]
 
 
