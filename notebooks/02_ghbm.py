@@ -332,6 +332,14 @@ show_committed("ghbm-cifar10-2000-rounds/ghbm-table2")
 # Twelve of the sixteen methods, one seed, trained as fleets on one H100 in 11 minutes. The other four are MIME's
 # family and FedCM with every client, which the device time did not cover. They have run since, on this CPU and
 # an H200 (below).
+#
+# **Read these runs as afl's earlier federation, not the paper's.** The paper (App. C.1, Table 6) gives 100
+# clients of 2,000 windows each, 200,000 in all. These runs took 100 random roles cut at 2,000 windows: 70 of the
+# clients held fewer (median 597, smallest 11), so a small client passed over its data up to 180 times a round,
+# and there was less than half the data. The paper's federation is afl's default now; its report says
+# `federation = any-roles` for these. The column on the paper's federation is the GPU queue's next work
+# (`afl queue`), with SCAFFOLD-M at η = 1, FedCM at both η = 0.1 and 1, and FedHBM / LocalGHBM with the code's
+# momentum scale C beside the paper's 1/τᵢ.
 
 # %%
 show_committed("ghbm-shakespeare-250-rounds-h100/ghbm-table2")
