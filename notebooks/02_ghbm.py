@@ -204,6 +204,8 @@ def show_unseen(n=100, s=10):
 unseen_knobs = {"n": widgets.IntSlider(value=100, min=10, max=200, step=10, description="clients n",
                                        continuous_update=False),
                 "s": widgets.IntSlider(value=10, min=1, max=50, description="per round s", continuous_update=False)}
+# s clients a round cannot exceed the n there are: the s slider ends at n
+unseen_knobs["n"].observe(lambda change: setattr(unseen_knobs["s"], "max", min(50, change["new"])), names="value")
 display(widgets.VBox([widgets.HBox(list(unseen_knobs.values())), widgets.interactive_output(show_unseen,
                                                                                              unseen_knobs)]))
 show_unseen()
