@@ -67,9 +67,7 @@ def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress
     ends. ``checkpoints``: the folder of the runs' checkpoints, for a grid that saves them.
     A failed run fails alone: the others finish and are saved, then :class:`~afl.errors.RunsFailed` names each
     failed run with its error."""
-    if processes is not None:
-        check_int("processes", processes, 1)
-        check(ray is None, "processes", processes, "no Ray address as well (Ray places its own tasks)")
+    check_spread(processes, ray)
     have = {grid.key_of(r): r for r in done}
     todo = [k for k in grid.keys if k not in have]
     work = partial_fn(grid.work, checkpoints=str(checkpoints)) if grid.checkpoints and checkpoints else grid.work
@@ -95,6 +93,13 @@ def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress
     if failed:
         raise RunsFailed([(o.key, o.error) for o in failed])
     return [have[k] for k in grid.keys]
+
+
+def check_spread(processes: int | None, ray: str | None) -> None:
+    """How a grid is spread: ``processes`` (at least one) or a Ray address, not both."""
+    if processes is not None:
+        check_int("processes", processes, 1)
+        check(ray is None, "processes", processes, "no Ray address as well (Ray places its own tasks)")
 
 
 def run_tasks(tasks: list, *, fleet: bool = True, fleet_size: int | None = None, on_outcome=None) -> list:
@@ -254,9 +259,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     check_work(grid.cfg.work().times(len(grid.keys)), allow_large, "--allow-large", changed=overrides or ())
     if fleet_size is not None:
         check_int("fleet_size", fleet_size, 1)
-    if processes is not None:
-        check_int("processes", processes, 1)
-        check(ray is None, "processes", processes, "no Ray address as well (Ray places its own tasks)")
+    check_spread(processes, ray)
     if ray is not None:
         check_ray_address(ray)
     reuse = [Path(p) for p in reuse]
