@@ -112,6 +112,7 @@ class FedASTServer:
         self.feds, self.tasks, self.first_wave = list(feds), list(tasks), first_wave
         self.w = [fed.init.clone() for fed in self.feds]
         self.steps_at = [[(0.0, w)] for w in self.w]     # (time, model) of each version, while version 0 is out
+        self.deferred = [0] * len(self.tasks)            # the code's first-wave requests still out, per task
         self.histories = [History(fed.queue, eval_every, total_time, target=t.target)
                           for fed, t in zip(self.feds, self.tasks)]
         self.pending = defaultdict(deque)
@@ -135,18 +136,20 @@ class FedASTServer:
         task, fed = self.tasks[m], self.feds[m]
         if self.first_wave == "current" and self.rounds[m] == 0:     # trains from the model live at its start
             batches = fed.queue.streams.take(client, task.steps)       # drawn now, as for every request
-            self.pending[(m, client)].append((t if start is None else start, batches))
+            self.pending[(m, client)].append((None, batches, t if start is None else start))
+            self.deferred[m] += 1
         else:
             job = fed.queue.submit(client, self.w[m], task.steps, task.lr, task.weight_decay)
-            self.pending[(m, client)].append((self.w[m], job))
+            self.pending[(m, client)].append((self.w[m], job, None))
         self.histories[m].counters["bytes_down"] += fed.model_bytes
 
     def on_update(self, m: int, client: int, t: float) -> None:
-        start, job = self.pending[(m, client)].popleft()
-        if not isinstance(start, torch.Tensor):         # a first request of the code's first wave: started then
-            began, task = start, self.tasks[m]
+        start, job, began = self.pending[(m, client)].popleft()
+        if start is None:                               # a first request of the code's first wave: started at began
+            task = self.tasks[m]
             start = [w for at, w in self.steps_at[m] if at <= began][-1]
             job = self.feds[m].queue.submit(client, start, task.steps, task.lr, task.weight_decay, batches=job)
+            self.deferred[m] -= 1
         delta = start - job.result()
         self.buffers[m].append(delta)
         counters = self.histories[m].counters
@@ -163,8 +166,7 @@ class FedASTServer:
             self._finish_task(m)
             return
         self.w[m] = self.w[m] - self.tasks[m].server_lr * torch.stack(self.buffers[m]).mean(0)
-        if self.first_wave == "current" and any(not isinstance(s, torch.Tensor)
-                                                for (i, _), out in self.pending.items() if i == m for s, _ in out):
+        if self.deferred[m]:
             self.steps_at[m].append((t, self.w[m]))
         self.buffers[m] = []
         self.rounds[m] += 1
@@ -178,6 +180,7 @@ class FedASTServer:
         control.finish(m, top_up=self.realloc is None)
         self.feds[m].queue.cancel_jobs()
         self.pending = defaultdict(deque, {k: v for k, v in self.pending.items() if k[0] != m})
+        self.deferred[m] = 0
         live = self.live()
         if not live:
             return
@@ -290,6 +293,15 @@ def pool_work(profile, models: int, total_time: float, eval_every: float, client
     return busy_clients_work(fastest, total_time, eval_every, models, clients)
 
 
+def check_pool_work(profile, models: int, total_time: float, eval_every: float, allow_large: bool) -> float:
+    """``total_time`` once the run's times are checked and its work (:func:`pool_work`) is within afl's limits, or
+    ``allow_large``."""
+    total_time = check_real("total_time", total_time, 0, strict_low=True)
+    check_work(pool_work(profile, models, total_time, check_real("eval_every", eval_every, 0, strict_low=True)),
+               allow_large, "allow_large=True")
+    return total_time
+
+
 def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None, seed=0,
                max_new: int = 2, realloc: Realloc | None = None, cap_first: bool = True, first_wave: str = "paper",
                allow_large: bool = False) -> dict:
@@ -305,9 +317,7 @@ def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: 
     for m, fed in enumerate(feds):
         check(fed.n == profile.n, f"feds[{m}]", f"{fed.n} clients", f"the pool's {profile.n} clients")
     check_int("max_new", max_new, 1)
-    total_time = check_real("total_time", total_time, 0, strict_low=True)
-    check_work(pool_work(profile, len(tasks), total_time, check_real("eval_every", eval_every, 0, strict_low=True)),
-               allow_large, "allow_large=True")
+    total_time = check_pool_work(profile, len(tasks), total_time, eval_every, allow_large)
     server = FedASTServer(feds, tasks, total_time, eval_every, realloc, first_wave)
     schedule = simulate_pool_schedule(profile, [t.pool_task() for t in tasks], total_time, cap=cap, seed=seed,
                                       max_new=max_new, learner=server, cap_first=cap_first)
@@ -318,5 +328,5 @@ def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: 
             "schedule": schedule, "reallocations": server.variances if realloc is not None else []}
 
 
-__all__ = ["CHUNK", "FIRST_WAVES", "FedASTTask", "Realloc", "FedASTServer", "normalized_variance", "allocate_proportional", "allocate_chunks",
-           "pool_work", "run_fedast"]
+__all__ = ["CHUNK", "FIRST_WAVES", "FedASTTask", "Realloc", "FedASTServer", "normalized_variance",
+           "allocate_proportional", "allocate_chunks", "pool_work", "check_pool_work", "run_fedast"]

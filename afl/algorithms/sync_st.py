@@ -29,13 +29,12 @@ import math
 import numpy as np
 import torch
 
-from ..budget import check_work
 from ..errors import check, check_choice, check_int, check_real
 from ..sim.clock import EventQueue
 from ..sim.queues import FCFSQueues
 from ..sim.timeline import Timeline
 from .base import History, TargetReached
-from .fedast import pool_work
+from .fedast import check_pool_work
 
 SELECTIONS = ("uniform", "ucb", "bayes")
 
@@ -177,9 +176,7 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
     if first_k is not None:
         first_k = check_int("first_k", first_k, 1)
     check_choice("selection", selection, SELECTIONS)
-    total_time = check_real("total_time", total_time, 0, strict_low=True)
-    check_work(pool_work(profile, len(tasks), total_time, check_real("eval_every", eval_every, 0, strict_low=True)),
-               allow_large, "allow_large=True")
+    total_time = check_pool_work(profile, len(tasks), total_time, eval_every, allow_large)
     check_real("ucb_gamma", ucb_gamma, 0, 1, strict_low=True)
     check_real("bayes_alpha", bayes_alpha, 0, 1)
     check_int("bayes_candidates", bayes_candidates, 1)

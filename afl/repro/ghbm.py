@@ -344,9 +344,9 @@ def load_task(cfg: GhbmSetting, root=None, device="cpu") -> Dataset:
 def client_parts(cfg: GhbmSetting, data: Dataset, split: str, seed: int) -> list[torch.Tensor]:
     """The clients' sample indices for ``split``: one class (alpha = 0) or Dirichlet(alpha) label mixes,
     ``n / clients`` samples each (the code's rebalancing); Shakespeare: ``cfg.federation``'s (paper: one role of at
-    least 2,000 windows each, cropped to 2,000; IID: those 200,000 windows shuffled over the clients). Where classes are too unequal for ``n / clients`` samples of
-    one class per client (MNIST: 5,421 fives for 10 clients of 600), alpha = 0 gives each client the largest size
-    that one class can fill for all (MNIST: 584)."""
+    least 2,000 windows each, cropped to 2,000; IID: those 200,000 windows shuffled over the clients). Where classes
+    are too unequal for ``n / clients`` samples of one class per client (MNIST: 5,421 fives for 10 clients of 600),
+    alpha = 0 gives each client the largest size that one class can fill for all (MNIST: 584)."""
     alpha = split_alpha(split)
     if cfg.dataset == "shakespeare":
         least = SHAKESPEARE_WINDOWS if cfg.federation == "paper" else 2
