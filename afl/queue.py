@@ -60,6 +60,10 @@ RATES = {
                                 "(results/ghbm-cifar10-2000-rounds)"),
     ("char-lstm", 160): (1940.0, "measured: GHBM's Shakespeare grid, 16 runs as one fleet, 800,000 client steps in "
                                  "413 s on an H100 (results/ghbm-shakespeare-250-rounds-h100)"),
+    ("char-lstm", 100): (1850.0, "measured: GHBM's Shakespeare column, methods A (10 runs as one fleet), 500,000 client "
+                                 "steps in 270 s on an H100 (results/ghbm/shakespeare/noniid-a)"),
+    ("char-lstm", 20): (1470.0, "measured: GHBM's Shakespeare column, FedAvgM and SCAFFOLD (2 runs as one fleet), "
+                                "100,000 client steps in 68 s on an H100 (results/ghbm/shakespeare/noniid-c)"),
 }
 
 #: MB of one run's checkpoint by (model, method), measured on the CPU at round 11 of GHBM's CIFAR-10 protocol
@@ -150,20 +154,23 @@ def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str 
 #: of the paper's rounds as one fleet; then GHBM's Shakespeare column on the paper's federation (issue 39: its main
 #: claim fits one visit), then CIFAR-10 at the paper's 20,000 rounds one method per entry (three visits each).
 HEADLINE = ("fedavg", "fedcm", "ghbm", "localghbm", "fedhbm")
-#: GHBM's Shakespeare column (issue 39) in two invocations a split: the main claim's methods and the rates and momentum
-#: scales in question first, the rest (FedCM with every client costs ten runs) second
+#: GHBM's Shakespeare column (issue 39) in three invocations a split: the main claim's methods and the rates and
+#: momentum scales in question first, FedAvgM and SCAFFOLD (the issue's other rows), then the rest (FedCM with every
+#: client costs ten runs)
 SHAKESPEARE_A = ("fedavg", "fedhbm", "fedhbm-code-scale", "localghbm", "localghbm-code-scale", "ghbm", "fedcm",
                  "fedcm-server-lr-1", "scaffold-m", "fedadc")
-SHAKESPEARE_B = ("fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "mimemom", "mimelitemom", "fedcm-full")
+SHAKESPEARE_C = ("fedavgm", "scaffold")
+SHAKESPEARE_B = ("fedprox", "feddyn", "adabest", "mime", "mimemom", "mimelitemom", "fedcm-full")
 QUEUE: list[Entry] = [
     _ghbm("ghbm-cifar10-noniid-headline-2000-rounds", "ghbm-cifar10-2000-rounds", width=50,
           note="REDUCED: a tenth of the paper's 20,000 rounds; the headline row's five methods as one fleet",
           splits=("noniid",), methods=HEADLINE, rounds=2000, eval_every=20),
-    *[_ghbm(f"ghbm-shakespeare-{split}-{part}", f"ghbm/shakespeare/{split}-{part}", width=160,
+    *[_ghbm(f"ghbm-shakespeare-{split}-{part}", f"ghbm/shakespeare/{split}-{part}", width=width,
             dataset="shakespeare", eval_every=10, splits=(split,), methods=methods,
             note=f"GHBM Table 2, Shakespeare column on the paper's federation, {split}, methods {part.upper()} "
-                 "(merge the four with --reuse into results/ghbm/shakespeare)")
-      for part, methods in (("a", SHAKESPEARE_A), ("b", SHAKESPEARE_B)) for split in ("noniid", "iid")],
+                 "(merge them with --reuse into results/ghbm/shakespeare)")
+      for part, methods, width in (("a", SHAKESPEARE_A, 100), ("c", SHAKESPEARE_C, 20), ("b", SHAKESPEARE_B, 160))
+      for split in ("noniid", "iid")],
     *[_ghbm(f"ghbm-cifar10-noniid-{m}", f"ghbm-cifar10-paper/{m}", note="GHBM Table 8, CIFAR-10 column, non-IID",
             splits=("noniid",), methods=(m,), eval_every=20)
       for m in ("fedavg", "fedhbm", "fedcm", "ghbm", "localghbm")],
@@ -194,12 +201,13 @@ def listing(rates: dict | None = None) -> list[dict]:
     return rows
 
 
-def next_entries(minutes: float, rates: dict | None = None) -> list[Entry]:
+def next_entries(minutes: float, rates: dict | None = None, skip=()) -> list[Entry]:
     """The pending entries, in queue order, that fit one after the other into ``minutes`` (after the visit's
-    overhead); the first pending entry that does not fit stops the list (the queue's order is kept)."""
+    overhead); the first pending entry that does not fit stops the list (the queue's order is kept). ``skip``: names
+    of entries to pass over (those a visit has already run: their results are not committed yet)."""
     left, out = minutes - OVERHEAD_MIN, []
     for e in QUEUE:
-        if e.status(rates) != "pending":
+        if e.name in skip or e.status(rates) != "pending":
             continue
         need = e.minutes(rates)
         if need > left:
@@ -363,21 +371,25 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
     if pack is not None:
         env["AFL_DATA"] = str(unpack(pack, data_root))
         print(f"afl queue: data unpacked into {data_root}, MD5s checked", flush=True)
-    entries = entries or next_entries(minutes, rates)
-    if not entries and allow_partial:
-        entries = [e for e in QUEUE if e.status(rates) == "pending"][:1]
-    if not entries:
+    chosen = list(entries or next_entries(minutes, rates))
+    if not chosen and allow_partial:
+        chosen = [e for e in QUEUE if e.status(rates) == "pending"][:1]
+    if not chosen:
         raise ParameterError("--minutes", minutes, "time for at least the next pending entry: " + "; ".join(
             f"{r['name']} needs {r['minutes'] + OVERHEAD_MIN:.1f}" for r in listing(rates)
             if r["status"] == "pending")[:400])
-    reports = []
-    for entry in entries:
+    reports, ran = [], set()
+    while chosen:
+        entry = chosen.pop(0)
+        ran.add(entry.name)
         left = (t_end - time.monotonic()) / 60
         print(f"afl queue: {entry.name}: afl {' '.join(entry.argv)} ({left:.1f} minutes left)", flush=True)
         resume = resume_from or carry(entry)
         reports.append(run(entry, left, out, device=device, rates=rates, env=env,
                            resume_from=resume if resume.is_file() else None, allow_partial=allow_partial))
         print(json.dumps(reports[-1]), flush=True)
+        if not chosen and not entries:      # the queue's own order: the next entries that fit the minutes now left
+            chosen = next_entries((t_end - time.monotonic()) / 60, rates, skip=ran)[:1]
     (Path(out) / "queue-report.json").write_text(json.dumps(reports, indent=1))
     return reports
 

@@ -23,15 +23,16 @@ def test_entries_are_exact_invocations_with_steps_from_their_settings(monkeypatc
     assert fedavg["command"].startswith("afl repro ghbm-table2 --seeds 1 ") and "--device cuda" in fedavg["command"]
     rate, basis = queue.RATES[("cnn-cifar", 10)]
     assert fedavg["minutes"] == pytest.approx(1_600_000 / rate / 60, abs=0.01) and fedavg["rate_basis"] == basis
-    # the Shakespeare column: 8 methods of 10 clients and FedCM-full's 100, 250 rounds of 20 steps, one split
-    assert rows["ghbm-shakespeare-noniid-b"]["client_steps"] == (8 * 10 + 100) * 250 * 20
+    # the Shakespeare column: 6 methods of 10 clients and FedCM-full's 100, 250 rounds of 20 steps, one split
+    assert rows["ghbm-shakespeare-noniid-b"]["client_steps"] == (6 * 10 + 100) * 250 * 20
     assert rows["ghbm-shakespeare-noniid-a"]["minutes"] < queue.CALL_MINUTES
     headline = rows["ghbm-cifar10-noniid-headline-2000-rounds"]
     assert headline["client_steps"] == 5 * 2000 * cfg.per_round * cfg.local_steps     # a tenth of the rounds, 5 runs
     monkeypatch.setattr(queue.Entry, "result", lambda self: tmp_path / "not-committed.json")
     names = [e.name for e in queue.next_entries(10_000, FAST)]
-    assert names[:3] == ["ghbm-cifar10-noniid-headline-2000-rounds", "ghbm-shakespeare-noniid-a",
-                         "ghbm-shakespeare-iid-a"]
+    assert names[:5] == ["ghbm-cifar10-noniid-headline-2000-rounds", "ghbm-shakespeare-noniid-a",
+                         "ghbm-shakespeare-iid-a", "ghbm-shakespeare-noniid-c", "ghbm-shakespeare-iid-c"]
+    assert [e.name for e in queue.next_entries(10_000, FAST, skip=names[:2])] == names[2:]
     assert queue.next_entries(0.5, FAST) == []                                   # less than the visit's overhead
     slow = {key: (1000.0, "slow") for key in FAST}                               # 27 minutes an entry
     assert queue.find("ghbm-cifar10-noniid-fedavg").status(slow) == "pending"    # goes on from a 6.7 MB checkpoint
@@ -52,6 +53,23 @@ def test_an_entry_that_cannot_finish_in_the_time_left_is_refused(tmp_path):
     assert not (tmp_path / "out").exists()
     with pytest.raises(ParameterError, match="entry='nope'"):
         queue.find("nope")
+
+
+def test_a_visit_goes_on_down_the_queue_while_entries_fit_the_minutes_left(monkeypatch, tmp_path):
+    """Planned at the start, a 9-minute visit holds two 4-minute entries; when they end sooner than estimated, the
+    visit takes the queue's next entries that fit the minutes then left, each once, in the queue's order."""
+    monkeypatch.setattr(queue.Entry, "status", lambda self, rates=None: "pending")
+    monkeypatch.setattr(queue.Entry, "minutes", lambda self, rates=None: 4.0)
+    assert len(queue.next_entries(9)) == 2
+    ran = []
+
+    def instant(entry, minutes, out, **kw):
+        ran.append(entry.name)
+        return {"entry": entry.name}
+    monkeypatch.setattr(queue, "run", instant)
+    queue.visit([], 9, tmp_path, device="cpu")
+    assert ran == [e.name for e in queue.QUEUE]
+    assert json.loads((tmp_path / "queue-report.json").read_text()) == [{"entry": n} for n in ran]
 
 
 def test_packed_data_unpacks_to_the_same_files_and_a_corrupt_pack_is_refused(tmp_path):

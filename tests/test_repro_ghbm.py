@@ -105,6 +105,12 @@ def test_table_experiment_writes_rows_by_method_and_split(synthetic, tmp_path):
     as_cifar = dict(result, config=dict(result["config"], dataset="cifar10-jpeg"))       # with the paper's column
     text = ghbm.table_markdown(as_cifar)
     assert "| 81.7 / 83.8 |" in text and "| GHBM τ=5 |" in text and "| – |" in text
+    assert "runs from" not in text                                     # one source: no column
+    elsewhere = {"machine": "an H100", "command": "afl repro ghbm-table2 --set methods=fedhbm"}
+    merged = dict(result, runs=[r | {"source": elsewhere} if r["method"] == "fedhbm" else r for r in result["runs"]])
+    text = ghbm.table_markdown(merged)
+    assert "runs from |" in text and "| FedHBM |" in text
+    assert [line.rsplit("|", 2)[1].strip() for line in text.splitlines() if line.startswith("| Fed")] == ["a", "b"]
 
 
 def test_report_says_fedcm_full_contacts_every_client(synthetic, tmp_path):

@@ -53,7 +53,8 @@ from ..runtime import resolve_device
 from ..stats import error_bars, mean_std, pm, series_mean_std
 from ..theory.ghbm import unseen_fraction_moment
 from ..results import output_dir
-from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
+from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_sources, run_tasks,
+                     same_settings, source_tags,
                      saved_config, set_flags, settings_record, title_tag, with_overrides, write_files)
 
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
@@ -492,9 +493,10 @@ def table_markdown(result: dict) -> str:
     rows, cfg = result["rows"], result["config"]
     splits = list(cfg["splits"])
     paper = paper_reference(cfg)
+    mixed = len(run_sources(result)) > 1                      # a merged result: each row names its runs' source
     head = "| method | " + " | ".join(f"{s} (ours)" for s in splits) + (" | paper non-iid / iid" if paper else "") \
-        + " | rounds / MB / client steps to FedAvg's accuracy (" + splits[0] + ") |"
-    lines = [head, "|---" * (len(splits) + 2 + bool(paper)) + "|"]
+        + " | rounds / MB / client steps to FedAvg's accuracy (" + splits[0] + ") |" + (" runs from |" if mixed else "")
+    lines = [head, "|---" * (len(splits) + 2 + bool(paper) + mixed) + "|"]
     for name, cells in rows.items():
         vals = [pm(cells[s]["mean"], cells[s]["std"]) if s in cells else "–" for s in splits]
         base = name.split(" ")[0]
@@ -509,7 +511,8 @@ def table_markdown(result: dict) -> str:
                          + (f" ({cost['reached']}/{cost['of']} seeds)" if cost["reached"] < cost["of"] else ""))
         lines.append(f"| {row_style(name, cfg)['label']} | "
                      + " | ".join(vals) + ((f" | {ref[0]} / {ref[1]}" if ref else " | –") if paper else "")
-                     + f" | {cost_text} |")
+                     + f" | {cost_text} |"
+                     + (f" {source_tags(result, [r for r in result['runs'] if row_name(r) == name])} |" if mixed else ""))
     sources = RATE_SOURCES.get(cfg["hyper"], {})
     ran = {}                                                      # method -> the rates its runs recorded
     for r in result["runs"]:

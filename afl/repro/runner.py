@@ -276,7 +276,13 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
             shutil.rmtree(checkpoints, ignore_errors=True)
         resumed = [r for r in partial.load() if grid.current(r)]
         have = {grid.key_of(r) for r in resumed}
-        reused = [r for other in others for r in reusable_runs(other, grid) if grid.key_of(r) not in have]
+        reused = []
+        for other in others:                  # each run keeps where it was computed (the first result that has it)
+            origin = {"machine": other["machine"], "command": other["command"]}
+            for r in reusable_runs(other, grid):
+                if grid.key_of(r) not in have:
+                    have.add(grid.key_of(r))
+                    reused.append(r | {"source": r.get("source", origin)})
         runs = compute(grid, done=resumed + reused, partial=partial, progress=progress, fleet=fleet, ray=ray,
                        processes=processes, device=device, checkpoints=checkpoints)
     except BaseException:
@@ -331,8 +337,37 @@ def heading(result: dict) -> list[str]:
         how += (f"; {len(midway)} of the {total} runs went on from a checkpoint after an interruption (at simulated "
                 f"time {at})")
     mixed = "; clients trained in bfloat16 mixed precision (precision = bf16)" if precision == "bf16" else ""
-    return [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
-            f"Machine: {result['machine']}{how}{mixed}", ""]
+    lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
+             f"Machine: {result['machine']}{how}{mixed}", ""]
+    sources = run_sources(result)
+    if len(sources) > 1 or sources and sources[0]["command"] != result["command"]:
+        lines += ["Where the runs were computed (the tag each row names):", ""] + [
+            f"- ({s['tag']}) {s['runs']} run{'s' * (s['runs'] > 1)}: `{s['command']}` on {s['machine']}"
+            for s in sources] + [""]
+    return lines
+
+
+def run_sources(result: dict) -> list[dict]:
+    """The invocations that computed a result's runs, in order of first appearance: ``tag`` (a, b, …), ``machine``,
+    ``command`` and the number of ``runs``; a run taken with ``--reuse`` records its ``source``, the others were
+    computed by the result's own command."""
+    own = {"machine": result["machine"], "command": result["command"]}
+    found: dict = {}
+    for r in result.get("runs", []):
+        src = r.get("source", own)
+        key = (src["machine"], src["command"])
+        if key not in found:
+            found[key] = {"tag": chr(ord("a") + len(found)), **src, "runs": 0}
+        found[key]["runs"] += 1
+    return list(found.values())
+
+
+def source_tags(result: dict, runs: list[dict]) -> str:
+    """The tags (:func:`run_sources`) of the invocations that computed ``runs``, e.g. ``a`` or ``a, c``."""
+    tag = {(s["machine"], s["command"]): s["tag"] for s in run_sources(result)}
+    own = (result["machine"], result["command"])
+    return ", ".join(sorted({tag[(r["source"]["machine"], r["source"]["command"]) if "source" in r else own]
+                             for r in runs}))
 
 
 def title_tag(result: dict) -> str:
@@ -352,7 +387,7 @@ def machine(device: str) -> str:
 
 __all__ = ["MAX_SEEDS", "Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs",
            "Execution", "execute",
-           "machine", "heading", "saved_config", "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
+           "machine", "heading", "run_sources", "source_tags", "saved_config", "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
 
 
 def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):
