@@ -16,20 +16,39 @@ STAMP   = $(VENV)/.afl-installed
 # committed blank (each written from its solution by tools/make_exercises.py) and run by tests/test_exercises.py.
 NOTEBOOKS = notebooks/*.ipynb notebooks/exercises/*_sol.ipynb
 
-.PHONY: setup demo test test-unit test-notebooks sync-notebooks notebook-outputs notebooks bench clean
+.PHONY: setup demo test test-unit test-notebooks test-book book sync-notebooks notebook-outputs notebooks bench clean \
+        handout wheel
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,notebooks]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,notebooks,book]'
 	touch $(STAMP)
 
 demo: setup
 	$(BIN)/afl demo --out results/demo
 
-test: test-unit test-notebooks
+test: test-unit test-notebooks test-book
+
+# The book: executed notebooks, result pages and the scoreboard as a static site in site/ (offline, from the
+# committed outputs: nothing is executed); every internal link and figure of every page is checked.
+book: setup
+	$(BIN)/python tools/build_book.py --site site
+	@echo "open site/index.html"
+
+test-book: book
+
+# A class's hand-out: the exercise notebooks (outputs cleared) and a README, never the solutions.
+handout: setup
+	@test -n "$(HANDOUT)" || { echo "make handout HANDOUT=DIR: say where the hand-out goes"; exit 2; }
+	$(BIN)/python tools/handout.py "$(HANDOUT)"
+
+# An installable wheel of afl (dist/afl-*.whl) for a JupyterHub or Colab: pip install dist/afl-*.whl
+wheel: setup
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	@ls dist/afl-*.whl
 
 test-unit: setup
 	AFL_QUICK=1 AFL_DOWNLOAD=0 $(BIN)/python -m pytest -q tests

@@ -107,7 +107,9 @@ def _demo(args) -> None:
 def _repro(args) -> None:
     from pathlib import Path
     from .errors import ParameterError
-    from .repro import replot, report, run_experiment
+    from .repro import canonical_out, replot, report, run_experiment
+    if args.out is None:
+        args.out = canonical_out(args.experiment, quick=args.quick, **({} if args.replot else _overrides(args.overrides)))
     if not args.out.strip():
         raise ParameterError("--out", args.out, "a folder name (an empty one would write into the current folder)")
     if args.root is not None and not Path(args.root).is_dir():
@@ -133,6 +135,24 @@ def _repro(args) -> None:
     print()
     for p in out:
         print(f"wrote {p}")
+
+
+def _report(args) -> int:
+    """``afl report``: write the scoreboard from the committed results (``--check``: only say which file is stale)."""
+    from pathlib import Path
+    from . import scoreboard
+    from .repro import repo_root
+    root = Path(args.root) if args.root else repo_root()
+    if args.check:
+        stale = scoreboard.stale(root)
+        for path in stale:
+            print(f"{path.relative_to(root)} is stale: run `afl report` and commit it", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in scoreboard.build(root).items():
+        changed = not path.is_file() or path.read_text() != text
+        path.write_text(text)
+        print(f"{'wrote' if changed else 'unchanged'} {path.relative_to(root)}")
+    return 0
 
 
 def _queue(args) -> int:
@@ -286,7 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("experiment", metavar="EXPERIMENT", help=f"one of: {names}")
     r.add_argument("--quick", action="store_true", help="the quick setting (minutes on 2 CPU cores)")
     r.add_argument("--seeds", type=int, default=None, help="number of seeds (default: the experiment's)")
-    r.add_argument("--out", default="results", help="output folder (default: %(default)s)")
+    r.add_argument("--out", default=None, help="output folder (default: the experiment's own, results/<paper>/"
+                                                "<experiment>, e.g. results/favas/table2; GHBM's Table 2 by dataset, "
+                                                "e.g. results/ghbm/shakespeare)")
     r.add_argument("--root", default=None, help="data root (default: the search path)")
     r.add_argument("--device", default="cpu", help="cpu, cuda or cuda:<index> (default: cpu)")
     r.add_argument("--fresh", action="store_true", help="discard the saved runs of an interrupted invocation, and "
@@ -314,6 +336,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run a setting estimated above afl's limits of work (1e9 client steps, 1e6 evaluations: "
                         "far above every paper setting; afl.budget), which is refused otherwise")
     r.set_defaults(func=_repro)
+
+    s = sub.add_parser("report", help="the scoreboard: every paper claim decided from the committed results",
+                       description="Write results/README.md (each paper's claims: paper, afl, rule, status, scale, "
+                                   "device, seeds, command) and the summary lines between the markers of README.md, "
+                                   "from the committed JSON results alone.")
+    s.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale file")
+    s.add_argument("--root", default=None, help="the repository (default: the one holding this folder)")
+    s.set_defaults(func=_report)
 
     q = sub.add_parser("queue", help="the GPU queue: paper-scale runs prepared here, run when a GPU is lent",
                        description="list: the entries (exact invocations), their client steps, minutes on an H100 "

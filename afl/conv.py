@@ -3,7 +3,7 @@
 Under ``vmap`` over clients (:mod:`afl.strategies`) each convolution becomes one grouped convolution, a group per
 client. cuDNN computes its forward pass and input gradient well, but its weight gradient as one kernel per group:
 an H100 profile of cnn-cifar, 100 clients x 8 steps in bf16, spent 269 of its 525 ms of kernels in 800 launches of
-one CUTLASS weight-gradient kernel (``results/gpu-visit-h100-2026-11-26/``). The weight gradient is a matrix product,
+one CUTLASS weight-gradient kernel (``results/gpu-visits/h100-2026-11-26/``). The weight gradient is a matrix product,
 
     dW[o, c, i, j] = sum over samples b and output positions (y, x) of  dY[b, o, y, x] * X[b, c, y + i, x + j],
 

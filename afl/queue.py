@@ -48,7 +48,7 @@ CARRY = REPO / "results" / "gpu-queue-carry"
 #: minutes of one device call that an entry may plan for (a call lasts at most 10)
 CALL_MINUTES = 9.0
 #: where this module's measured figures come from
-VISIT = "results/gpu-visit-h100-2026-11-26"
+VISIT = "results/gpu-visits/h100-2026-11-26"
 
 #: H100 client-steps/s by (model, clients per engine call), end to end (server steps, evaluations and Python
 #: included), each with where it comes from. An entry's minutes are its client steps over its rate.
@@ -57,13 +57,13 @@ RATES = {
                                 f"rounds, FedHBM alone (FedAvg alone: 1,342; tools/gpu_visit.py, {VISIT})"),
     ("cnn-cifar", 50): (2374.0, "measured on an H100 (torch 2.11, no CUDA graphs): the headline's five methods as one "
                                 "fleet for 2,000 rounds, 800,000 client steps in 337 s "
-                                "(results/ghbm-cifar10-2000-rounds)"),
+                                "(results/ghbm/cifar10/2000-rounds)"),
     ("char-lstm", 160): (1940.0, "measured: GHBM's Shakespeare grid, 16 runs as one fleet, 800,000 client steps in "
-                                 "413 s on an H100 (results/ghbm-shakespeare-250-rounds-h100)"),
+                                 "413 s on an H100 (results/ghbm/shakespeare/history/250-rounds-h100)"),
     ("char-lstm", 100): (1850.0, "measured: GHBM's Shakespeare column, methods A (10 runs as one fleet), 500,000 client "
-                                 "steps in 270 s on an H100 (results/ghbm/shakespeare/noniid-a)"),
+                                 "steps in 270 s on an H100 (results/ghbm/shakespeare/runs/noniid-a)"),
     ("char-lstm", 20): (1470.0, "measured: GHBM's Shakespeare column, FedAvgM and SCAFFOLD (2 runs as one fleet), "
-                                "100,000 client steps in 68 s on an H100 (results/ghbm/shakespeare/noniid-c)"),
+                                "100,000 client steps in 68 s on an H100 (results/ghbm/shakespeare/runs/noniid-c)"),
 }
 
 #: MB of one run's checkpoint by (model, method), measured on the CPU at round 11 of GHBM's CIFAR-10 protocol
@@ -162,16 +162,16 @@ SHAKESPEARE_A = ("fedavg", "fedhbm", "fedhbm-code-scale", "localghbm", "localghb
 SHAKESPEARE_C = ("fedavgm", "scaffold")
 SHAKESPEARE_B = ("fedprox", "feddyn", "adabest", "mime", "mimemom", "mimelitemom", "fedcm-full")
 QUEUE: list[Entry] = [
-    _ghbm("ghbm-cifar10-noniid-headline-2000-rounds", "ghbm-cifar10-2000-rounds", width=50,
+    _ghbm("ghbm-cifar10-noniid-headline-2000-rounds", "ghbm/cifar10/2000-rounds", width=50,
           note="REDUCED: a tenth of the paper's 20,000 rounds; the headline row's five methods as one fleet",
           splits=("noniid",), methods=HEADLINE, rounds=2000, eval_every=20),
-    *[_ghbm(f"ghbm-shakespeare-{split}-{part}", f"ghbm/shakespeare/{split}-{part}", width=width,
+    *[_ghbm(f"ghbm-shakespeare-{split}-{part}", f"ghbm/shakespeare/runs/{split}-{part}", width=width,
             dataset="shakespeare", eval_every=10, splits=(split,), methods=methods,
             note=f"GHBM Table 2, Shakespeare column on the paper's federation, {split}, methods {part.upper()} "
                  "(merge them with --reuse into results/ghbm/shakespeare)")
       for part, methods, width in (("a", SHAKESPEARE_A, 100), ("c", SHAKESPEARE_C, 20), ("b", SHAKESPEARE_B, 160))
       for split in ("noniid", "iid")],
-    *[_ghbm(f"ghbm-cifar10-noniid-{m}", f"ghbm-cifar10-paper/{m}", note="GHBM Table 8, CIFAR-10 column, non-IID",
+    *[_ghbm(f"ghbm-cifar10-noniid-{m}", f"ghbm/cifar10/paper/{m}", note="GHBM Table 8, CIFAR-10 column, non-IID",
             splits=("noniid",), methods=(m,), eval_every=20)
       for m in ("fedavg", "fedhbm", "fedcm", "ghbm", "localghbm")],
 ]

@@ -25,6 +25,13 @@ its first ten; with denormals flushed to zero, 337 s and the same curve to the l
 Fashion-MNIST grid: the same time and the same numbers). ``import afl`` turns the flushing on, so that the threads
 PyTorch starts later (its OpenMP workers, a fleet's runs) inherit it: the CPU's flag is per thread, and a thread
 started before keeps its own. ``AFL_FLUSH_DENORMALS=0`` keeps IEEE denormals.
+
+:func:`available_cores` and :func:`set_threads`: PyTorch starts a thread per core the machine has, not per core this
+process may use; in a container or on a JupyterHub with a CPU quota (a cgroup limit) it oversubscribes and every
+operation waits on threads that get no core. ``import afl`` lowers PyTorch's count to the cores the process may
+use (``AFL_THREADS=N`` sets it); the notebooks call ``set_threads(load_aware=True)``, which also leaves out the cores
+other processes keep busy (measured: notebook 01 on a busy 2-core machine, 410 s with PyTorch's 2 threads, 65 s
+with one).
 """
 from __future__ import annotations
 
@@ -58,6 +65,59 @@ def resolve_device(device) -> torch.device:
     if dev.type not in ("cpu", "cuda"):
         raise ParameterError("device", device, available)
     return dev
+
+
+def available_cores() -> int:
+    """The cores this process may use: its CPU affinity, capped by a cgroup CPU quota (v2 ``cpu.max``, v1
+    ``cpu.cfs_quota_us``), rounded up; at least 1."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    for path, parse in (("/sys/fs/cgroup/cpu.max", lambda t: t.split()),
+                        ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", lambda t: [t.strip(), _read(
+                            "/sys/fs/cgroup/cpu/cpu.cfs_period_us")])):
+        text = _read(path)
+        if text:
+            quota, period = parse(text)
+            if quota not in ("max", "-1") and period and float(period) > 0:
+                cores = min(cores, -(-int(quota) // int(period)))
+            break
+    return max(1, cores)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def set_threads(n: int | None = None, load_aware: bool = False) -> int:
+    """Set PyTorch's CPU threads and return the count: ``n``; else ``$AFL_THREADS``; else :func:`available_cores`,
+    with ``load_aware`` less the cores other processes keep busy now (the 1-minute load average, at least 1 left).
+    A different count may round matrix products differently: fix ``n`` where runs must match to the last bit."""
+    import torch
+    from .errors import check_int
+    if n is None and os.environ.get("AFL_THREADS"):
+        text = os.environ["AFL_THREADS"].strip()
+        n = check_int("AFL_THREADS", int(text) if text.isdigit() else text, 1)
+    if n is None:
+        n = available_cores()
+        if load_aware and hasattr(os, "getloadavg"):
+            n = max(1, min(n, round(n + 1 - os.getloadavg()[0])))
+    n = check_int("threads", n, 1)
+    torch.set_num_threads(n)
+    return n
+
+
+def cap_threads() -> int:
+    """At import: PyTorch's threads lowered to the cores this process may use (never raised); ``$AFL_THREADS``
+    sets them. Returns the count."""
+    import torch
+    if os.environ.get("AFL_THREADS"):
+        return set_threads()
+    if torch.get_num_threads() > available_cores():
+        torch.set_num_threads(available_cores())
+    return torch.get_num_threads()
 
 
 def tune_cpu_allocator() -> bool:

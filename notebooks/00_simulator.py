@@ -48,6 +48,10 @@ from afl.sim import (ConstantRate, Exponential, HalfNormal, ShiftedExponential, 
                      rate_for_concurrency, simulate_async_schedule, simulate_buffered_schedule,
                      simulate_sync_schedule, truncated_steps_stats, two_speed)
 from afl.sim.demo import compute_straggler_demo, plot_straggler_demo, quick
+from afl.runtime import set_threads
+
+threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
+print(f"PyTorch trains on {threads} thread{'s' * (threads > 1)} (afl.runtime.set_threads(n) to choose)")
 
 SEED = 0
 T_END = 600.0 if quick() else 2000.0  # simulated time for the statistics (AFL_QUICK=1: shorter)

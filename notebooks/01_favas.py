@@ -50,9 +50,6 @@
 # units; `K = 20` the cap; Theorem 3's constants `a_i`, `b`; `C` the time a server step takes (Table 1).
 
 # %%
-import json
-from pathlib import Path
-
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -61,6 +58,7 @@ from IPython.display import Markdown, display
 from afl.algorithms import make_federation, run_algorithm
 from afl.data import load_dataset
 from afl.plots import style
+from afl.repro import committed
 from afl.stats import pm
 from afl.repro.favas import (METHODS, compute_run, plot_accuracy, plot_table2, plot_variance, reference, setting,
                              table2_markdown)
@@ -68,6 +66,10 @@ from afl.sim import (Exponential, class_counts, contact_steps_pmf, plot_steps_hi
                      simulate_async_schedule, truncated_steps_stats, two_speed)
 from afl.theory.favas import (c_fedavg, c_server_clock, kappa, reweight_constants, table1_favas, table1_fedavg,
                               table1_quafl)
+from afl.runtime import set_threads
+
+threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
+print(f"PyTorch trains on {threads} thread{'s' * (threads > 1)} (afl.runtime.set_threads(n) to choose)")
 
 SEED = 0
 QUICK_METHODS = ("fedavg", "quafl", "fedbuff", "favas", "favas-normalized")  # each in its colour (afl.plots.style)
@@ -348,7 +350,7 @@ widgets.VBox([widgets.HBox(list(controls.values())[:3]), widgets.HBox(list(contr
 # ## 4. Paper scale: our Table 2 beside the paper's
 #
 # `afl repro favas-table2` runs the paper's setting (n = 100, s = 20, K = 20, Z = 10, time 5000) for each method
-# and split over 10 seeds and commits `results/favas-table2.json`. The paper's numbers are printed beside ours
+# and split over 10 seeds and commits `results/favas/table2/favas-table2.json`. The paper's numbers are printed beside ours
 # as a **reference**; ours are **measured** by this package, on the machine the JSON names.
 #
 # Where the paper's text and the code it builds on (or what reproduces its numbers) differ, both are rows, each
@@ -358,29 +360,7 @@ widgets.VBox([widgets.HBox(list(controls.values())[:3]), widgets.HBox(list(contr
 # precision and with the QuAFL code's 14-bit lattice exchange (its server interval shortened to `10·14/32`).
 
 # %%
-def repo_root(start=None):
-    """The repository root: the first of ``start`` (default: the working directory) and its parents holding
-    ``pyproject.toml`` and ``afl/`` (the notebook runs from ``notebooks/``)."""
-    start = Path.cwd() if start is None else Path(start)
-    for d in (start, *start.parents):
-        if (d / "pyproject.toml").is_file() and (d / "afl").is_dir():
-            return d
-    return start
-
-
-RESULTS = repo_root() / "results"
-
-
-def load_result(name):
-    """``results/<name>.json`` as a dict, or None (with a message) while it has not been committed."""
-    path = RESULTS / f"{name}.json"
-    if not path.is_file():
-        print(f"{path.relative_to(RESULTS.parent)} is missing: run `afl repro {name}` to make it.")
-        return None
-    return json.loads(path.read_text())
-
-
-table = load_result("favas-table2")
+table = committed("favas-table2")
 if table is not None:
     seeds = table["config"]["seeds"]
     print(f"ours (measured): `{table['command']}`, {seeds} seed{'s' * (seeds != 1)}, "
@@ -395,15 +375,15 @@ if table is not None:
     plt.show()
     assert set(table["rows"]) <= set(METHODS)
     assert all(0 <= v["mean"] <= 100 for d in table["rows"].values() for v in d.values())
-assert (RESULTS / "favas-table2.json").is_file(), "results/favas-table2.json must be committed"
+assert table is not None, "results/favas/table2/favas-table2.json must be committed"
 
 # %% [markdown]
 # The paper's Figures 1 and 2 (accuracy against simulated time on the two non-IID splits; Fig. 2 also the spread
-# of the local models), from `results/favas-fig1.json` and `results/favas-fig2.json` when they are committed.
+# of the local models), from `results/favas/fig1/favas-fig1.json` and `results/favas/fig2/favas-fig2.json` when they are committed.
 
 # %%
 for name, split in (("favas-fig1", "2/3 fast"), ("favas-fig2", "1/9 fast")):
-    res = load_result(name)
+    res = committed(name)
     if res is None:
         continue
     seeds = res["config"]["seeds"]

@@ -53,12 +53,13 @@ from IPython.display import Markdown, display
 
 from afl.compress import make_quantizer
 from afl.plots import plot_curves, style
-import json
-from pathlib import Path
-
-from afl.repro import qafel as qr
+from afl.repro import committed, qafel as qr
 from afl.repro.qafel import PAPER_BYTES, message_bytes, probe, probe_markdown, qafel_shapes, relative_errors
 from afl.theory import qafel as theory
+from afl.runtime import set_threads
+
+threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
+print(f"PyTorch trains on {threads} thread{'s' * (threads > 1)} (afl.runtime.set_threads(n) to choose)")
 
 # %% [markdown]
 # ## 1. What a message costs
@@ -166,14 +167,12 @@ plt.show()
 # clients training at once); the paper's CelebA numbers stand beside ours only as a reference.
 
 # %%
-root = next((d for d in (Path.cwd(), *Path.cwd().parents) if (d / "pyproject.toml").is_file()), Path.cwd())
-for name, folder in (("qafel-table1", ""), ("qafel-table2", ""), ("qafel-fig3", ""),   # committed by `afl repro`
-                     ("qafel-table1", "qafel-table1-2500-users"), ("qafel-table1", "qafel-table1-paired-10-seeds")):
-    saved = root / "results" / folder / f"{name}.json"
-    if not saved.is_file():
-        print(f"results/{name}.json is missing: run `afl repro {name} --quick` first")
+for path in ("qafel-table1", "qafel-table2", "qafel-fig3",                # committed by `afl repro`
+             "qafel/table1/2500-users/qafel-table1", "qafel/table1/paired-10-seeds/qafel-table1"):
+    result = committed(path)
+    if result is None:
         continue
-    result = json.loads(saved.read_text())
+    name = result["experiment"]
     display(Markdown(f"**{name}**: `{result['command']}` — dataset **{result['dataset']}**, "
                      f"{result['config']['users']:,} users, {result['config']['seeds']} seed(s), target "
                      f"{100 * result['config']['target']:.0f} % within {result['config']['max_uploads']:,} uploads\n\n"
@@ -199,7 +198,7 @@ for name, folder in (("qafel-table1", ""), ("qafel-table2", ""), ("qafel-fig3", 
 # channel never reached the target in any seed while QAFeL at 2 bits did in all three. Read "1.6× against the
 # paper's 1.07×" with care: three seeds a row leave wide intervals on both sides (each report now gives the paired
 # per-seed ratio with its 95 % interval), and the paper's own 4-bit rows range from 1.07× to 1.52×. Over 10 seeds
-# (`results/qafel-table1-paired-10-seeds/`) 4/4 QAFeL needed 1.16× FedBuff's uploads, 95 % interval 0.91–1.49×:
+# (`results/qafel/table1/paired-10-seeds/`) 4/4 QAFeL needed 1.16× FedBuff's uploads, 95 % interval 0.91–1.49×:
 # not told apart from FedBuff, as in the paper, with 5.6× fewer MB uploaded.
 #
 # What the authors ran: at the commits of the experiments, the FLSim code broadcasts top-k keeping 90 % (hard-coded),

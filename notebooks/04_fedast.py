@@ -38,22 +38,22 @@
 # *first k*: Sync-ST keeps the first k = 30 updates per task and drops the stragglers.
 
 # %%
-import json
-from pathlib import Path
-
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 
-from afl.repro import fedast as fr
+from afl.repro import committed, fedast as fr
 from afl.stats import pm
 from afl.sim import FEDAST_MODEL_COSTS, ShiftedExponential, plot_timeline, three_speed
 from afl.sim.distributions import Exponential
 from afl.sim.pool import PoolTask, simulate_pool_schedule
 from afl.theory import fedast as theory
+from afl.runtime import set_threads
 
-root = next((d for d in (Path.cwd(), *Path.cwd().parents) if (d / "pyproject.toml").is_file()), Path.cwd())
+threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
+print(f"PyTorch trains on {threads} thread{'s' * (threads > 1)} (afl.runtime.set_threads(n) to choose)")
+
 
 # %% [markdown]
 # ## 1. One pool, two tasks
@@ -156,9 +156,8 @@ for variant in theory.REALLOC_VARIANTS:
     R = theory.realloc_optimum(192, [1.0, 4.0], eta_s=0.1, eta_c=[0.1, 0.06], tau=27, variant=variant)
     print(f"{variant:5s}: R = {np.round(R, 1)}; eq. (7) objective {theory.allocation_objective(R, [1.0, 4.0], 0.1, [0.1, 0.06], 27):.3f}")
 
-saved = root / "results" / "fedast-fig7.json"
-if saved.is_file():
-    fig7 = json.loads(saved.read_text())
+fig7 = committed("fedast-fig7")
+if fig7 is not None:
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
     for ax, method in zip(axes, ("fedast", "fedast-code")):
         run = next(r for r in fig7["runs"] if r["method"] == method)
@@ -180,13 +179,10 @@ if saved.is_file():
 
 # %%
 for name in ("fedast-fig7", "fedast-d6", "fedast-fig2", "fedast-fig3", "fedast-fig5", "fedast-fig8", "fedast-fig9"):
-    path = root / "results" / f"{name}.json"
-    if path.is_file():
-        result = json.loads(path.read_text())
+    result = committed(name)
+    if result is not None:
         display(Markdown(fr.markdown(result)))
         display(fr.figure(result))
-    else:
-        print(f"results/{name}.json is missing: run `afl repro {name} --quick` first")
 
 # %% [markdown]
 # What to notice: in Fig. 7's quick setting (two of the paper's four tasks on a CPU) FedAST finishes both before
@@ -210,10 +206,10 @@ for name in ("fedast-fig7", "fedast-d6", "fedast-fig2", "fedast-fig3", "fedast-f
 # quick Fig. 7 both ways (`--set first_wave=current` is the code's):
 
 # %%
-both = {wave: root / "results" / path for wave, path in (("paper: x⁽⁰⁾", "fedast-fig7.json"), (
-    "code: the live model", "fedast-fig7-first-wave-current/fedast-fig7.json"))}
-if all(p.is_file() for p in both.values()):
-    rows = {wave: json.loads(p.read_text())["rows"] for wave, p in both.items()}
+both = {wave: committed(path) for wave, path in (("paper: x⁽⁰⁾", "fedast-fig7"), (
+    "code: the live model", "fedast/fig7/first-wave-current/fedast-fig7"))}
+if all(both.values()):
+    rows = {wave: result["rows"] for wave, result in both.items()}
     taskset = next(iter(rows["paper: x⁽⁰⁾"]))
     methods = [m for m, v in rows["paper: x⁽⁰⁾"][taskset].items() if isinstance(v, dict) and "time_to_all_targets" in v]
     lines = ["| method | " + " | ".join(rows) + " |", "|---" * (len(rows) + 1) + "|"]
@@ -223,9 +219,6 @@ if all(p.is_file() for p in both.values()):
             f"{pm(c['mean'], c['std'], 0)} ({c['reached']})" for c in cells) + " |")
     display(Markdown("Simulated time until both tasks reached their targets (mean ± std over the seeds that "
                      "reached them; the Sync-ST rows do not depend on the first wave):\n\n" + "\n".join(lines)))
-else:
-    print("run `afl repro fedast-fig7 --quick --seeds 3` and the same with `--set first_wave=current --out "
-          "results/fedast-fig7-first-wave-current` first")
 
 # %% [markdown]
 # What to notice: on this quick pair the first wave barely matters. The two settings give the same times in 14

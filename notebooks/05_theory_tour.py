@@ -34,22 +34,23 @@
 # The calculators live in `afl.theory` (one module per paper), each citing its equation.
 
 # %%
-import json
-from pathlib import Path
-
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 
 from afl.compress import QSGDQuantizer
+from afl.repro import committed
 from afl.sim import Exponential, contact_steps_pmf
 from afl.theory.favas import c_fedavg, c_server_clock, reweight_constants, table1_favas, table1_fedavg
 from afl.theory.fedast import corollary11_terms
 from afl.theory.ghbm import deviation_bound
 from afl.theory.qafel import corollary_f3_orders
+from afl.runtime import set_threads
 
-RESULTS = Path("../results")
+threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
+print(f"PyTorch trains on {threads} thread{'s' * (threads > 1)} (afl.runtime.set_threads(n) to choose)")
+
 CONST = dict(F=1.0, L=1.0, sigma2=1.0, G2=1.0)
 
 
@@ -215,24 +216,20 @@ widgets.VBox([widgets.HBox(list(controls.values())[:4]), widgets.HBox(list(contr
 def measured():
     rows = []
 
-    def load(name):
-        path = RESULTS / f"{name}.json"
-        return json.loads(path.read_text()) if path.exists() else None
-
-    favas = load("favas-table2")
+    favas = committed("favas-table2")
     if favas:
         r = favas["rows"]
         rows.append(("FAVAS", "asynchrony without waiting beats FedAvg's rounds on non-IID data",
                      f"noniid_2of3_fast: FAVAS (ᾱ/α) {r['favas-normalized']['noniid_2of3_fast']['mean']:.1f} % vs "
                      f"FedAvg {r['fedavg']['noniid_2of3_fast']['mean']:.1f} %", favas["command"]))
-    ghbm = load("ghbm-tau")
+    ghbm = committed("ghbm-tau")
     if ghbm:
         r = ghbm["rows"]
         best = max(r, key=lambda t: r[t]["mean"])
         rows.append(("GHBM", "the momentum should see the whole federation: τ ≈ 1/C = 10",
                      f"best τ = {best} ({r[best]['mean']:.1f} %); τ = 1: {r['1']['mean']:.1f} %",
                      ghbm["command"]))
-    qafel = load("qafel-table1")
+    qafel = committed("qafel-table1")
     if qafel:
         r = qafel["rows"]
         fb, q4 = r["fedbuff"], r["qafel_c4_s4"]
@@ -241,7 +238,7 @@ def measured():
                      f"{q4['uploads_to_target']['mean']:.2f}; kB per upload {fb['kb_per_upload']:.0f} vs "
                      f"{q4['kb_per_upload']:.1f} ({fb['kb_per_upload'] / q4['kb_per_upload']:.1f}x fewer)",
                      qafel["command"]))
-    fedast = load("fedast-fig7")
+    fedast = committed("fedast-fig7")
     if fedast:
         cell = next(iter(fedast["rows"].values()))
         sync = min((v for k, v in cell.items() if k.startswith("sync-st")),
@@ -259,7 +256,7 @@ display(Markdown(measured()))
 # %% [markdown]
 # **What to notice.** All four go the predicted way, by margins that the bounds cannot give (their constants are
 # unknown). FedAST's margin is small in its quick CPU setting (two tasks, not the paper's four), and QAFeL's and
-# GHBM's rows are quick settings too: each paper's notebook and `results/*.md` say what was reduced and why.
+# GHBM's rows are quick settings too: each paper's notebook and `results/README.md` say what was reduced and why.
 #
 # ## Exercises
 #

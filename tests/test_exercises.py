@@ -95,6 +95,69 @@ def test_mine_or_reference_falls_back_and_says_so(capsys):
     assert "not done yet" in capsys.readouterr().out
 
 
+def test_mine_or_reference_of_nothing_is_not_done_never_correct(capsys):
+    check = CHECKS["check_unseen_fraction"]
+    assert check(None).status == NOT_DONE
+    assert mine_or_reference(None, check) is check.reference
+    out = capsys.readouterr().out
+    assert "not done yet" in out and "Correct" not in out
+
+
+def _student_calls(path):
+    """A function written in a student's notebook (not afl's) whose body calls afl's ``module:name``."""
+    import importlib
+    module, name = path.split(":")
+    namespace = {"m": importlib.import_module(module)}
+    exec(f"def answer(*args, **kwargs):\n    return (lambda: m.{name}(*args, **kwargs))()", namespace)
+    return namespace["answer"]
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_an_answer_that_is_afls_own_is_refused(name, capsys):
+    """The reference itself, afl's implementation, or a function calling it (through a module, inside a lambda)."""
+    check = CHECKS[name]
+    for fn in (check.reference, *map(_student_calls, check.implementations)):
+        verdict = check(fn, seed=0)
+        assert verdict.status == ERROR and "your own code" in verdict.message, verdict.message
+        assert mine_or_reference(fn, check) is check.reference
+        assert "not your own code yet" in capsys.readouterr().out
+    assert name not in ("check_unseen_fraction", "check_smallest_tau", "check_qsgd", "check_realloc") \
+        or check.implementations                               # the answers the issue found borrowed
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_messages_name_the_paper_not_where_afl_computes_the_answer(name):
+    check = CHECKS[name]
+    for fn in (SOLUTIONS[name], _blank):
+        assert "afl." not in check(fn, seed=0).message
+    assert "afl." not in check.source
+
+
+def _in(dtype, fn):
+    """``fn`` computing in ``dtype``: its float tensors and arrays cast on the way in."""
+    def cast(v):
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            return v.to(dtype)
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+            return v.astype({torch.float32: np.float32, torch.float64: np.float64}[dtype])
+        return v
+
+    def answer(*args, **kwargs):
+        return fn(*map(cast, args), **{k: cast(v) for k, v in kwargs.items()})
+    return answer
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_every_checker_accepts_a_right_answer_on_20_seeds_in_float32_and_float64(name, dtype, monkeypatch):
+    """QSGD's check with 400 draws instead of 4,000 (its bounds scale with the draws: the same false-rejection odds,
+    a tenth of the time)."""
+    monkeypatch.setattr(type(CHECKS["check_qsgd"]), "DRAWS", 400)
+    for seed in range(20):
+        verdict = CHECKS[name](_in(dtype, SOLUTIONS[name]), seed=seed)
+        assert verdict.status == CORRECT, f"seed {seed}: {verdict.message}"
+
+
 # --------------------------------------------------------------------------------------- typical wrong answers
 def poisson_mean_uncapped(mean, window, K):
     return window / mean
@@ -298,3 +361,21 @@ def test_blank_exercise_notebook_runs_and_every_check_says_not_done(notebook, tm
 
 def nb_blanks(notebook: str) -> int:
     return len(BLANK.findall((EXERCISES / notebook.replace(".ipynb", ".py")).read_text()))
+
+
+def test_the_handout_holds_the_exercises_and_never_the_answers(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import handout
+    files = handout.handout(tmp_path / "class")
+    names = sorted(f.name for f in files)
+    assert names == sorted([p.name for p in EXERCISES.glob("*_ex.ipynb")] + ["README.md"])
+    for f in files:
+        text = f.read_text()
+        assert "BEGIN SOLUTION" not in text and "_sol" not in text.replace("_solution", ""), f.name
+        if f.suffix == ".ipynb":
+            assert '"outputs": []' in text and '"output_type"' not in text
+    assert "00_simulator_ex.ipynb" in (tmp_path / "class" / "README.md").read_text()
+    with pytest.raises(ValueError, match="HANDOUT=.*new or empty"):
+        handout.handout(tmp_path / "class")
+    with pytest.raises(ValueError, match="outside notebooks"):
+        handout.handout(EXERCISES / "out")

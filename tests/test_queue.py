@@ -104,7 +104,7 @@ def test_a_tiny_entry_runs_to_its_archive(tmp_path):
         names = set(tar.getnames())
     assert {"ghbm-table2.json", "ghbm-table2.md", "ghbm-table2.png"} <= names
     assert not any(n.endswith(".ckpt") for n in names)
-    assert "tar xzf ghbm-cifar10-noniid-fedavg.tar.gz -C results/ghbm-cifar10-paper/fedavg" in report["commit"]
+    assert "tar xzf ghbm-cifar10-noniid-fedavg.tar.gz -C results/ghbm/cifar10/paper/fedavg" in report["commit"]
 
 
 def saved_round(archive, tmp):

@@ -77,3 +77,32 @@ def test_a_bad_afl_gpu_processes_names_the_variable(text, monkeypatch):
     monkeypatch.setenv("AFL_GPU_PROCESSES", text)
     with pytest.raises(ParameterError, match="AFL_GPU_PROCESSES.*integer >= 1"):
         runtime.device_share()
+
+
+def test_threads_follow_the_cores_this_process_may_use(monkeypatch):
+    """A cgroup quota (a container's, a JupyterHub's) caps the cores; AFL_THREADS and load_aware set the count."""
+    import torch
+    from afl import runtime
+    before = torch.get_num_threads()
+    files = {"/sys/fs/cgroup/cpu.max": "150000 100000"}              # 1.5 CPUs: 2 cores, rounded up
+    monkeypatch.setattr(runtime, "_read", lambda path: files.get(path, ""))
+    monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    try:
+        assert runtime.available_cores() == 2
+        files["/sys/fs/cgroup/cpu.max"] = "max 100000"
+        assert runtime.available_cores() == 16
+        files.clear()
+        files.update({"/sys/fs/cgroup/cpu/cpu.cfs_quota_us": "400000", "/sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000"})
+        assert runtime.available_cores() == 4                         # cgroup v1
+        monkeypatch.setattr(runtime.os, "getloadavg", lambda: (3.2, 0.0, 0.0))
+        assert runtime.set_threads(load_aware=True) == 2 and torch.get_num_threads() == 2   # 4 cores, 3.2 busy
+        assert runtime.set_threads() == 4
+        monkeypatch.setenv("AFL_THREADS", "3")
+        assert runtime.set_threads() == 3 and runtime.cap_threads() == 3
+        monkeypatch.setenv("AFL_THREADS", "many")
+        with pytest.raises(ValueError, match="AFL_THREADS='many'"):
+            runtime.set_threads()
+        with pytest.raises(ValueError, match="threads=0"):
+            runtime.set_threads(0)
+    finally:
+        torch.set_num_threads(before)

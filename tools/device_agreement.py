@@ -3,7 +3,7 @@ differs between devices, so runs are not bit for bit equal; what must agree is t
 the mean ± std of the final test accuracy over the seeds both sets hold, the difference of the means, and how many
 runs ended at exactly the same accuracy. Prints a markdown table.
 
-    python tools/device_agreement.py results/favas-table2-h100/favas-table2.partial.jsonl results/favas-table2.json
+    python tools/device_agreement.py results/favas/table2/h100/favas-table2.partial.jsonl results/favas/table2/favas-table2.json
 """
 import argparse
 import json

@@ -3,7 +3,7 @@ learning rates eta_l, all else as the GHBM experiment's setting; prints the test
 accuracy (mean over the last rounds) of each.
 
 Default: IID Fashion-MNIST, the committed CPU setting (300 rounds, seed 0), eta_l = 0.01 (Table 7's) and 0.1 =
-0.01 / (1 - beta), the step heavy-ball momentum with beta = 0.9 takes (results/ghbm-table2.md).
+0.01 / (1 - beta), the step heavy-ball momentum with beta = 0.9 takes (results/ghbm/fashion-mnist/ghbm-table2.md).
 Shakespeare: FedAvg at eta_l = 0.1 (afl's first reading of the GHBM family's, now 1), non-IID, 30 rounds:
 
     AFL_DATA=../shared/data .venv/bin/python tools/ghbm_step_probe.py

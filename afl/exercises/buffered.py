@@ -42,7 +42,7 @@ def _step(weight, reducer="mean", sign=-1):
 check_buffered_step = Exercise(
     name="check_buffered_step", signature="buffered_step(w, deltas, staleness, server_lr)",
     reference=_step(STALENESS["sqrt"]), cases=_buffered_cases,
-    source="FedBuff's server step (afl.algorithms.fedbuff, staleness='sqrt', reducer='mean')",
+    source="FedBuff's server step (staleness weight 1/√(1+τ), the buffer's mean)",
     hint="g = (1/Z) sum_j Delta_j / sqrt(1 + tau_j), then w - server_lr g (Delta_j = start - end points downhill).",
     mistakes=(
         Mistake(_step(lambda t: 1.0), "weigh each update by its staleness: s(tau) = 1 / sqrt(1 + tau)."),
@@ -69,7 +69,7 @@ def _nscales(d, bucket, rounding=math.ceil):
 
 check_qsgd_bits = Exercise(
     name="check_qsgd_bits", signature="qsgd_bits(d, bits, bucket)", cases=_bits_cases,
-    reference=lambda d, bits, bucket: QSGDQuantizer(bits, bucket).bits(d), source="afl.compress.QSGDQuantizer.bits",
+    reference=lambda d, bits, bucket: QSGDQuantizer(bits, bucket).bits(d), source="QAFeL Example B.1's bit count", implementations=("afl.compress:QSGDQuantizer",),
     hint="bits per coordinate times d, plus one 32-bit float scale per bucket (ceil(d / bucket) buckets; one "
          "for the whole vector when bucket is None).",
     mistakes=(
@@ -102,7 +102,7 @@ def _grid(step):
 check_hidden_state = Exercise(
     name="check_hidden_state", signature="hidden_update(hidden, w_new, quantize)",
     reference=lambda hidden, w_new, quantize: hidden + quantize(w_new - hidden), cases=_hidden_cases,
-    source="QAFeL eqs. (3)-(4) (afl.algorithms.qafel.QAFeL.after_step)",
+    source="QAFeL eqs. (3)-(4)",
     hint="broadcast q = quantize(w_new - hidden), the change since the last hidden state, then hidden + q.",
     mistakes=(
         Mistake(lambda hidden, w_new, quantize: quantize(w_new),
@@ -121,6 +121,8 @@ class QSGDExercise(Exercise):
     """QSGD is random: checked by what every draw must satisfy and by its mean over many draws."""
 
     DRAWS = 4000
+    #: how far a code may sit from a level (levels are 1 apart): a float32 answer's rounding, ``levels`` x 1e-7
+    LEVEL_TOLERANCE = 1e-4
 
     def problem(self, fn, case, rng):
         x, bits = case["x"], case["bits"]
@@ -140,7 +142,8 @@ class QSGDExercise(Exercise):
         r = x.abs() / norm * levels                     # where |x_i| sits among the levels 0..s
         code = draws.abs() / norm * levels
         low, high = torch.floor(r), torch.ceil(r)
-        on_levels = ((code - low).abs() < 1e-6) | ((code - high).abs() < 1e-6)
+        tol = self.LEVEL_TOLERANCE
+        on_levels = ((code - low).abs() < tol) | ((code - high).abs() < tol)
         first = draws[0]
         if bool(((torch.sign(draws) != torch.sign(x)) & (draws != 0)).any()):
             return self.fail(case, first, "keep each coordinate's sign: the code is sign(x_i) xi_i.")
@@ -148,13 +151,13 @@ class QSGDExercise(Exercise):
             grid = code - torch.round(code)
             hint = ("levels are multiples of ||x||_2 / s with s = 2^(bits-1) - 1 (one bit is the sign): each "
                     "coordinate is one of the two levels around |x_i| s / ||x||_2."
-                    if bool((grid.abs() > 1e-6).any()) else
+                    if bool((grid.abs() > tol).any()) else
                     "round |x_i| s / ||x||_2 to one of its two neighbouring levels only.")
             return self.fail(case, first, hint)
         mean = draws.mean(0)
         p = r - low
         sd = norm / levels * torch.sqrt(p * (1 - p) / self.DRAWS)
-        if bool(((mean - x).abs() > 6 * sd + 1e-9).any()):
+        if bool(((mean - x).abs() > 6 * sd + tol * norm / levels).any()):   # float32 rounding of the levels
             hint = ("round up with probability equal to the fractional part of |x_i| s / ||x||_2 and down "
                     "otherwise; rounding to the nearest level is biased."
                     if bool((draws.std(0) < 1e-12).all()) else
@@ -182,6 +185,7 @@ def _reference_qsgd(x, bits, generator=None):
 
 check_qsgd = QSGDExercise(
     name="check_qsgd", signature="qsgd(x, bits, generator)", reference=_reference_qsgd, cases=_qsgd_cases,
-    source="the properties of afl.compress.QSGDQuantizer (norm='l2': levels, sign, unbiasedness)")
+    source="the properties of QSGD (QAFeL Example B.1: levels, sign, unbiasedness)",
+    implementations=("afl.compress:QSGDQuantizer", "afl.compress:make_quantizer"))
 
 __all__ = ["check_buffered_step", "check_qsgd", "check_qsgd_bits", "check_hidden_state"]

@@ -11,11 +11,17 @@ typical mistakes (wrong answers written out, each with a hint). Calling it on th
   mistake it matches (or a general one);
 * correct: it agrees on every case.
 
+An answer must be the student's own: a function of afl's, or one that calls the implementation the exercise asks
+for (``implementations``, found among the names the function's code uses, nested functions included), is refused
+in words. Messages name the paper's formula, never where afl computes it.
+
 Cases are fresh each call (``seed=None``) so that an answer cannot be fitted to them; tests pass a seed.
 """
 from __future__ import annotations
 
 import copy
+import importlib
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -65,12 +71,16 @@ def as_array(x) -> np.ndarray | None:
     return out
 
 
-def close(got, expected, rtol: float = 1e-6, atol: float = 1e-12) -> bool:
-    """Same shape and the same numbers to ``rtol``/``atol`` (NaN equals NaN, inf equals inf)."""
+def close(got, expected, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Same shape and the same numbers to ``rtol``, and to ``atol`` times the expected's largest magnitude (at least
+    1), NaN equal to NaN, inf to inf: a right answer computed in float32 passes (its rounding, some 1e-7 of each
+    number and more after a cancellation), a wrong one does not."""
     a, b = as_array(got), as_array(expected)
     if a is None or b is None or a.shape != b.shape:
         return False
-    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+    finite = np.abs(b[np.isfinite(b)])
+    scale = max(1.0, float(finite.max())) if finite.size else 1.0
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol * scale, equal_nan=True))
 
 
 def show(x) -> str:
@@ -114,6 +124,7 @@ class Exercise:
     mistakes: tuple[Mistake, ...] = ()
     hint: str = ""
     same: Callable[[Any, Any], bool] = close
+    implementations: tuple[str, ...] = ()    # "module:name" of afl's code that computes the answer
 
     def __call__(self, fn: Callable, seed: int | None = None) -> Verdict:
         """Check ``fn`` on fresh random cases (``seed`` fixes them)."""
@@ -127,8 +138,14 @@ class Exercise:
         return Verdict(self.name, status, message)
 
     def check(self, fn: Callable, seed: int | None = None) -> Verdict:
+        if fn is None or fn is Ellipsis:
+            return self.not_done()
         if not callable(fn):
             return self.verdict(ERROR, f"{self.name} needs your function `{self.signature}`, got {show(fn)}.")
+        borrowed = self.borrowed(fn)
+        if borrowed:
+            return self.verdict(ERROR, f"{self.function_name}: this check wants your own code, and your function "
+                                       f"{borrowed}. Write it from the formula above.")
         rng = np.random.default_rng(seed)
         cases = list(self.cases(rng))
         try:
@@ -137,10 +154,33 @@ class Exercise:
                 if problem is not None:
                     return problem
         except Unfinished:
-            return self.verdict(NOT_DONE, f"{self.function_name}: not done yet. Write `{self.signature}` in the "
-                                          "marked cell, run that cell, then run this check again.")
+            return self.not_done()
         return self.verdict(CORRECT, f"Correct: `{self.function_name}` agrees with {self.source} on {len(cases)} "
                                      "random cases.")
+
+    def not_done(self) -> Verdict:
+        return self.verdict(NOT_DONE, f"{self.function_name}: not done yet. Write `{self.signature}` in the marked "
+                                      "cell, run that cell, then run this check again.")
+
+    def borrowed(self, fn: Callable) -> str:
+        """What makes ``fn`` not the student's own ('' if nothing): it is afl's code (the reference included), or
+        its code uses one of :attr:`implementations` by name, directly or through a module."""
+        if fn is self.reference or getattr(fn, "__module__", "") and fn.__module__.split(".")[0] == "afl":
+            return "is afl's own"
+        targets = {id(_resolve(path)): path.split(":")[1] for path in self.implementations}
+        code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+        stack = [code] if code is not None else []
+        while stack:
+            c = stack.pop()
+            stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+            for name in c.co_names:
+                obj = scope.get(name)
+                found = [obj] + ([getattr(obj, attr, None) for attr in c.co_names]
+                                 if isinstance(obj, types.ModuleType) else [])
+                for o in found:
+                    if id(o) in targets:
+                        return f"calls afl's `{targets[id(o)]}`, which computes the answer"
+        return ""
 
     def call(self, fn: Callable, case: dict, **shared):
         """``fn(**case, **shared)`` on copies of the case's arguments (``shared`` ones, e.g. a random generator, are
@@ -177,14 +217,23 @@ class Exercise:
         return self.verdict(WRONG, text + (f"\n  Hint: {hint}" if hint else ""))
 
 
+def _resolve(path: str):
+    module, name = path.split(":")
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def mine_or_reference(fn: Callable, exercise: Exercise) -> Callable:
     """``fn`` once it passes ``exercise``, else afl's reference (saying so), so that the cells after an exercise
     run whether or not it is done."""
     verdict = exercise(fn)
     if verdict.passed:
         return fn
-    state = "not done yet" if verdict.status == NOT_DONE else "not right yet"
-    print(f"(your `{exercise.function_name}` is {state}: the next cells use {exercise.source} instead)")
+    state = {NOT_DONE: "not done yet", ERROR: "not your own code yet" if "own code" in verdict.message
+             else "raising an error"}.get(verdict.status, "not right yet")
+    print(f"(your `{exercise.function_name}` is {state}: the next cells use afl's answer instead)")
     return exercise.reference
 
 

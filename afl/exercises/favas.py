@@ -49,7 +49,7 @@ def _expected_count(pmf, K, mode, e=None):
 
 
 check_alpha = Exercise(
-    name="check_alpha", signature="alpha(pmf, K, mode, e=None)", source="afl.theory.favas.alpha",
+    name="check_alpha", signature="alpha(pmf, K, mode, e=None)", source="FAVAS's α (Sec. 4)", implementations=("afl.theory.favas:alpha",),
     reference=lambda pmf, K, mode, e=None: reference_alpha(pmf, K, mode, e), cases=_alpha_cases,
     hint="deterministic: alpha = E[E ∧ K] = sum_e min(e, K) pmf[e]; stochastic: alpha = P(E > 0) min(e, K) for "
          "the observed e.",
@@ -78,7 +78,7 @@ def _upload(w_init, w, alpha):
 
 check_unbiased_upload = Exercise(
     name="check_unbiased_upload", signature="unbiased_upload(w_init, w, alpha)", reference=_upload,
-    cases=_upload_cases, source="FAVAS Algorithm 1, line 24 (afl.algorithms.favas.Favas.upload)",
+    cases=_upload_cases, source="FAVAS Algorithm 1, line 24",
     hint="reweight the progress only: w_init + (w - w_init) / alpha; a client with alpha = 0 sends w_init.",
     mistakes=(
         Mistake(lambda w_init, w, alpha: w / alpha if alpha else w_init,
@@ -102,7 +102,7 @@ def _average_cases(rng):
 check_server_average = Exercise(
     name="check_server_average", signature="server_average(w_prev, uploads)",
     reference=lambda w_prev, uploads: (w_prev + uploads.sum(0)) / (len(uploads) + 1), cases=_average_cases,
-    source="FAVAS Sec. 4 (afl.algorithms.clocked.ClockedLearner)",
+    source="FAVAS Sec. 4's server average",
     hint="the server's own model counts as one of s + 1: (w_prev + sum of the s uploads) / (s + 1).",
     mistakes=(
         Mistake(lambda w_prev, uploads: (w_prev + uploads.sum(0)) / len(uploads),

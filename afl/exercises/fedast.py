@@ -35,7 +35,7 @@ def _proportional(weight):
 check_realloc = Exercise(
     name="check_realloc", signature="realloc(R, sigma2, eta_s, eta_c, tau)", cases=_realloc_cases,
     reference=lambda R, sigma2, eta_s, eta_c, tau: realloc_optimum(R, sigma2, eta_s, eta_c, tau, "paper"),
-    source="afl.theory.fedast.realloc_optimum (variant='paper')",
+    source="FedAST eq. (7)'s optimum", implementations=("afl.theory.fedast:realloc_optimum",),
     hint="Lagrange on eq. (7): R_m proportional to sigma_m sqrt(eta_s eta_c tau_m), scaled so that the R_m sum "
          "to R.",
     mistakes=(
@@ -63,7 +63,8 @@ def _times_cases(rng):
 check_round_times = Exercise(
     name="check_round_times", signature="round_times(b, R, lam)", cases=_times_cases,
     reference=lambda b, R, lam: (buffered_round_time(b, R, lam), sync_round_time(R, lam)),
-    source="afl.theory.fedast.buffered_round_time and sync_round_time",
+    source="FedAST's buffered and synchronous round times",
+    implementations=("afl.theory.fedast:buffered_round_time", "afl.theory.fedast:sync_round_time"),
     hint="R requests finishing at rate lam each merge into arrivals at rate R lam: b of them take b / (R lam); the "
          "slowest of R exponentials takes H_R / lam on average (H_R = 1 + 1/2 + ... + 1/R).",
     mistakes=(

@@ -36,7 +36,7 @@ def _momentum_cases(rng):
 
 check_ghbm_momentum = Exercise(
     name="check_ghbm_momentum", signature="ghbm_momentum(past, beta, J)", reference=_momentum,
-    cases=_momentum_cases, source="GHBM eq. (7) (afl.algorithms.ghbm.GHBM.momentum x beta / J)",
+    cases=_momentum_cases, source="GHBM eq. (7)",
     hint="tau = len(past) - 1; the term is beta / (tau J) (past[-1] - past[0]): the mean of the last tau server "
          "steps, spread over the J local steps.",
     mistakes=(
@@ -66,7 +66,8 @@ def _p1(n, s, tau):
 
 check_unseen_fraction = Exercise(
     name="check_unseen_fraction", signature="unseen_fraction(n, s, tau)", reference=unseen_fraction_moment,
-    cases=_unseen_cases, source="afl.theory.ghbm.unseen_fraction_moment",
+    cases=_unseen_cases, source="E[(unseen fraction)²] under uniform sampling (GHBM Lemma 4.4)",
+    implementations=("afl.theory.ghbm:unseen_fraction_moment",),
     hint="with U the number of unseen clients, E[U^2] = n p1 + n (n - 1) p2, p1 = ((n-s)/n)^tau (one client "
          "never drawn), p2 = ((n-s)(n-s-1) / (n(n-1)))^tau (two given clients never drawn); return E[U^2] / n^2.",
     mistakes=(
@@ -98,7 +99,8 @@ def _tau_cases(rng):
 
 check_smallest_tau = Exercise(
     name="check_smallest_tau", signature="smallest_tau(n, s, eps)", reference=_smallest_tau, cases=_tau_cases,
-    source="afl.theory.ghbm.unseen_fraction_moment (the first tau at or below eps)",
+    source="the first τ at or below ε (GHBM Lemma 4.4)",
+    implementations=("afl.theory.ghbm:unseen_fraction_moment",),
     hint="increase tau from 1 until unseen_fraction(n, s, tau) <= eps; the answer is that first tau.",
     mistakes=(
         Mistake(lambda n, s, eps: math.ceil(n / s),

@@ -42,7 +42,8 @@ def _contact_cases(rng):
 
 check_expected_steps = Exercise(
     name="check_expected_steps", signature="expected_steps(mean, window, K)", reference=expected_steps,
-    cases=_window_cases, source="afl.sim.steps_completed_pmf (then its mean)",
+    cases=_window_cases, source="the expected steps done in a window (at most K)",
+    implementations=("afl.sim:steps_completed_pmf", "afl.sim:truncated_steps_stats"),
     hint="E ~ Poisson(window / mean); E[min(E, K)] = sum over k = 1..K of P(E >= k).",
     mistakes=(
         Mistake(lambda mean, window, K: window / mean,
@@ -59,7 +60,8 @@ check_expected_steps = Exercise(
 
 check_contact_steps = Exercise(
     name="check_contact_steps", signature="contact_steps(mean, K, n, s, interval)", reference=contact_steps,
-    cases=_contact_cases, source="afl.sim.contact_steps_pmf (then its mean)",
+    cases=_contact_cases, source="the expected steps done between two contacts (FAVAS's server clock)",
+    implementations=("afl.sim:contact_steps_pmf", "afl.sim:truncated_steps_stats"),
     same=lambda got, expected: close(got, expected, rtol=1e-4),
     hint="average expected_steps(mean, g * interval, K) over G = g with P(G = g) = p (1 - p)^(g - 1), p = s / n; "
          "stop the sum when the remaining probability is negligible (or when every longer window reaches K).",

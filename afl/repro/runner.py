@@ -7,10 +7,12 @@ computes a list of keys on one machine, and whether a saved run is still the run
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import platform
 import shutil
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from functools import partial as partial_fn
 from pathlib import Path
@@ -244,6 +246,28 @@ class Execution:
         return paths
 
 
+class Estimated(Exception):
+    """Raised by :func:`execute` inside :func:`estimating`, before anything is created: the grid's ``work``."""
+
+    def __init__(self, work):
+        super().__init__(work.describe())
+        self.work = work
+
+
+_ESTIMATING = contextvars.ContextVar("afl_estimating", default=False)
+
+
+@contextmanager
+def estimating():
+    """Within it, :func:`execute` raises :class:`Estimated` with its grid's work instead of computing (what an
+    invocation would cost, e.g. for a claim not run yet: :mod:`afl.scoreboard`)."""
+    token = _ESTIMATING.set(True)
+    try:
+        yield
+    finally:
+        _ESTIMATING.reset(token)
+
+
 def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bool = False, reuse=(),
             progress: bool = True, fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
             processes: int | None = None, device="cpu", overrides: dict | None = None,
@@ -256,7 +280,10 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     them too). Everything is checked before anything is created or computed, the grid's work too (its setting's
     ``work()`` per run, :func:`afl.budget.check_work`: above the limits only with ``allow_large``). ``overrides``:
     the setting's fields changed from the command line, recorded in the command."""
-    check_work(grid.cfg.work().times(len(grid.keys)), allow_large, "--allow-large", changed=overrides or ())
+    work = grid.cfg.work().times(len(grid.keys))
+    if _ESTIMATING.get():
+        raise Estimated(work)
+    check_work(work, allow_large, "--allow-large", changed=overrides or ())
     if fleet_size is not None:
         check_int("fleet_size", fleet_size, 1)
     check_spread(processes, ray)

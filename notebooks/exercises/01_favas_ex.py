@@ -136,7 +136,7 @@ plt.show()
 # `results/`. **Predict before you look:** which ingredient matters more on non-IID data?
 
 # %%
-path = Path("../../results/favas-ablation.json")
+path = Path("../../results/favas/ablation/favas-ablation.json")
 if path.exists():
     result = json.loads(path.read_text())
     table = result["rows"]
@@ -157,7 +157,7 @@ if path.exists():
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     plt.show()
 else:
-    print("results/favas-ablation.json is missing: run `afl repro favas-ablation` first")
+    print("results/favas/ablation/favas-ablation.json is missing: run `afl repro favas-ablation` first")
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*

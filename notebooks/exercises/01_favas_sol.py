@@ -151,7 +151,7 @@ plt.show()
 # `results/`. **Predict before you look:** which ingredient matters more on non-IID data?
 
 # %%
-path = Path("../../results/favas-ablation.json")
+path = Path("../../results/favas/ablation/favas-ablation.json")
 if path.exists():
     result = json.loads(path.read_text())
     table = result["rows"]
@@ -172,14 +172,14 @@ if path.exists():
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     plt.show()
 else:
-    print("results/favas-ablation.json is missing: run `afl repro favas-ablation` first")
+    print("results/favas/ablation/favas-ablation.json is missing: run `afl repro favas-ablation` first")
 
 # %% [markdown]
 # **Answer.** The restart is the ingredient that matters here: with QuAFL's client mixing instead, FAVAS falls to
 # QuAFL's level on both non-IID splits (clients keep pulling towards their own two classes). Removing the
 # reweighting does *not* lower accuracy: `favas-noreweight` ends above `favas`, because the literal `1/α` also
 # shrinks every upload to one step's worth of progress, a server step about `ᾱ ≈ 10` times smaller. The fair
-# comparison is with FAVAS's `ᾱ/α` rule (same scale): `results/favas-table2.md` measured it at 96.2 / 89.3 / 88.8 %
+# comparison is with FAVAS's `ᾱ/α` rule (same scale): `results/favas/table2/favas-table2.md` measured it at 96.2 / 89.3 / 88.8 %
 # on the three splits, within a point of `favas-noreweight`. So in this setting the bias that `1/α` removes
 # (section 4) costs little accuracy; what the reweighting buys is the guarantee of Theorem 3, not a visible gain.
 #

@@ -38,7 +38,6 @@ import numpy as np
 import torch
 
 from afl.exercises import check_ghbm_momentum, check_smallest_tau, check_unseen_fraction, mine_or_reference
-from afl.theory.ghbm import unseen_fraction_moment
 
 # %% [markdown]
 # ## 1. The momentum term (eq. (7))
@@ -115,8 +114,9 @@ n, s = 100, 10
 taus = np.arange(1, 61)
 fig, ax = plt.subplots(figsize=(7, 3.6))
 ax.semilogy(taus, [unseen(n, s, t) for t in taus], color="#393b79", label="uniform sampling (yours)")
-ax.semilogy(taus, [max(unseen_fraction_moment(n, s, t, "cyclic"), 1e-6) for t in taus], color="#843c39", ls="--",
-            label="cyclic sampling (afl; 0 from τ = 1/C, drawn at 1e-6)")
+# cyclic sampling sees s new clients a round: (1 - τ s / n)² until τ = 1/C, then 0 (drawn at 1e-6)
+ax.semilogy(taus, [max((1 - t * s / n) ** 2 * (t * s < n), 1e-6) for t in taus], color="#843c39", ls="--",
+            label="cyclic sampling (0 from τ = 1/C, drawn at 1e-6)")
 ax.axvline(n / s, color="grey", lw=0.8, ls=":", label="τ = 1/C = 10")
 for eps in (0.1, 0.01):
     ax.axhline(eps, color="grey", lw=0.5)
@@ -138,7 +138,7 @@ plt.show()
 # before you look:** where is the peak, and why does the curve fall beyond it?
 
 # %%
-path = Path("../../results/ghbm-tau.json")
+path = Path("../../results/ghbm/tau/ghbm-tau.json")
 if path.exists():
     result = json.loads(path.read_text())
     rows = result["rows"]
@@ -150,12 +150,12 @@ if path.exists():
                 label=f"GHBM, {len(next(iter(rows.values()))['per_seed'])} seeds (± std)")
     ax.axvline(10, color="grey", lw=0.8, ls=":", label="τ = 1/C = 10")
     ax.set_xscale("log")
-    ax.set(xlabel="τ", ylabel="final test accuracy (%)", title="GHBM against τ (measured: results/ghbm-tau.json)")
+    ax.set(xlabel="τ", ylabel="final test accuracy (%)", title="GHBM against τ (measured: results/ghbm/tau/ghbm-tau.json)")
     ax.legend(fontsize=8)
     plt.show()
     print("command:", result["command"])
 else:
-    print("results/ghbm-tau.json is missing: run `afl repro ghbm-tau` first")
+    print("results/ghbm/tau/ghbm-tau.json is missing: run `afl repro ghbm-tau` first")
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*

@@ -37,7 +37,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from afl.compress import QSGDQuantizer
 from afl.exercises import (check_buffered_step, check_hidden_state, check_qsgd, check_qsgd_bits,
                            mine_or_reference)
 

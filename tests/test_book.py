@@ -1,0 +1,37 @@
+"""The book's checks (tools/build_book.py): every internal link and figure resolves, no page shows a solution.
+The book itself is built and checked by `make test` (make test-book)."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import build_book  # noqa: E402
+
+
+def test_dead_links_and_figures_are_named_and_solutions_refused(tmp_path, capsys):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "index.html").write_text('<a href="notebooks/a.html#top">a</a> <img src="fig.png"> '
+                                         '<a href="https://example.org">x</a> <a href="#here">h</a>')
+    (tmp_path / "notebooks/a.html").write_text('<a href="../index.html">home</a> <a href="../missing.html">m</a>')
+    (tmp_path / "404.html").write_text('<a href="/index.html">served from the root</a>')
+    assert build_book.dead_links(tmp_path) == ["index.html: <img> fig.png", "notebooks/a.html: <a> ../missing.html"]
+    assert build_book.main(["--check-only", str(tmp_path)]) == 1
+    (tmp_path / "fig.png").write_bytes(b"png")
+    (tmp_path / "missing.html").write_text("ok")
+    assert build_book.main(["--check-only", str(tmp_path)]) == 0
+    (tmp_path / "notebooks/b.html").write_text("<p>teachers: code between # BEGIN SOLUTION and ...</p>")
+    assert build_book.main(["--check-only", str(tmp_path)]) == 0          # the course map may name the marker
+    (tmp_path / "notebooks/exercises").mkdir()
+    (tmp_path / "notebooks/exercises/01_ex.html").write_text("<pre># BEGIN SOLUTION</pre>")
+    assert build_book.main(["--check-only", str(tmp_path)]) == 1
+    assert "notebooks/exercises/01_ex.html: shows a solution" in capsys.readouterr().err
+    (tmp_path / "notebooks/exercises/01_ex.html").unlink()
+    (tmp_path / "notebooks/exercises/01_sol.html").write_text("<p>an answer</p>")
+    assert build_book.main(["--check-only", str(tmp_path)]) == 1
+
+
+def test_the_book_stages_exercises_never_solutions():
+    nav = build_book.stage()
+    staged = {p.name for p in (build_book.STAGE / "docs" / "notebooks" / "exercises").iterdir()}
+    assert staged and all(name.endswith("_ex.ipynb") for name in staged)
+    assert (build_book.STAGE / "docs" / "index.md").read_text().startswith("# afl")
+    assert [next(iter(item)) for item in nav] == ["Home", "Course", "Results", "Engine and runs"]

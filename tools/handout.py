@@ -1,0 +1,84 @@
+"""Write a class's hand-out: the exercise notebooks and what they need, without the answer key.
+
+    python tools/handout.py DIR          # make handout HANDOUT=DIR
+
+DIR receives every ``notebooks/exercises/*_ex.ipynb`` with its outputs cleared, and a README for students (the
+order, how to install afl, where the data comes from, how the checks answer). Nothing of a solution notebook is
+written: the hand-out is checked for solution markers and filled answers before the command ends, and DIR must be
+a new or empty folder outside ``notebooks/``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parent.parent
+EXERCISES = REPO / "notebooks" / "exercises"
+#: text that only a solution notebook holds (tools/make_exercises.py removes it from the exercise twin)
+ANSWER_KEY = ("# BEGIN SOLUTION", "# END SOLUTION", "(solution)")
+
+README = """# Exercises: asynchronous and heterogeneous federated learning
+
+Work through the notebooks in order; each takes 30–50 minutes.
+
+{listing}
+
+**Set up.** Install afl once, in the environment your notebooks use: `pip install afl-*.whl` (the wheel your teacher
+gives you; `make wheel` in the afl repository builds it) or `pip install -e .` in a clone of the repository. The
+notebooks train on MNIST: `afl data download mnist` fetches it and checks its MD5 sums (or set `AFL_DATA` to a
+folder that holds it).
+
+**How an exercise works.** Each marked cell holds a function whose body is `raise NotImplementedError`: replace it
+with your code, run the cell, then run the check below it. The check runs your function on fresh random cases and
+answers in words: *not done yet*, the error your function raised, *not yet right* (the case, what was expected,
+what came back, and a hint), or *correct*. It wants your own code: an answer that calls afl's implementation of
+the same thing is refused. Cells after an unfinished exercise still run, with afl's answer, and say so.
+"""
+
+
+def handout(dest: Path) -> list[Path]:
+    """Write the hand-out into ``dest`` (new or empty, outside notebooks/); returns the files written."""
+    dest = Path(dest).resolve()
+    if dest == REPO / "notebooks" or (REPO / "notebooks") in dest.parents:
+        raise ValueError(f"HANDOUT={dest} is not allowed; expected a folder outside notebooks/ (the answer key "
+                         "lives there)")
+    if dest.exists() and any(dest.iterdir()):
+        raise ValueError(f"HANDOUT={dest} is not allowed; expected a new or empty folder (it holds files)")
+    dest.mkdir(parents=True, exist_ok=True)
+    written, listing = [], []
+    for source in sorted(EXERCISES.glob("*_ex.ipynb")):
+        nb = nbformat.read(source, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        text = nbformat.writes(nb)
+        leaked = [marker for marker in ANSWER_KEY if marker in text]
+        if leaked:
+            raise ValueError(f"{source.name} holds {leaked}: run `make sync-notebooks` (tools/make_exercises.py "
+                             "writes the exercise notebooks from their solutions)")
+        (dest / source.name).write_text(text)
+        written.append(dest / source.name)
+        title = next(line for line in nb.cells[0].source.splitlines() if line.startswith("#")).lstrip("# ")
+        listing.append(f"1. `{source.name}`: {title}")
+    (dest / "README.md").write_text(README.format(listing="\n".join(listing)))
+    return written + [dest / "README.md"]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("dest", metavar="DIR", help="where the hand-out goes (a new or empty folder)")
+    args = p.parse_args(argv)
+    try:
+        files = handout(Path(args.dest))
+    except ValueError as err:
+        print(f"handout: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(files)} files to {args.dest}: " + ", ".join(f.name for f in files))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
