@@ -108,8 +108,8 @@ def _repro(args) -> None:
     from pathlib import Path
     from .errors import ParameterError
     from .repro import canonical_out, replot, report, run_experiment
-    if args.out is None:
-        args.out = canonical_out(args.experiment, quick=args.quick, **({} if args.replot else _overrides(args.overrides)))
+    if args.out is None:                   # the experiment's own folder (GHBM's Table 2: by the dataset it is set to)
+        args.out = canonical_out(args.experiment, quick=args.quick, **_overrides(args.overrides))
     if not args.out.strip():
         raise ParameterError("--out", args.out, "a folder name (an empty one would write into the current folder)")
     if args.root is not None and not Path(args.root).is_dir():

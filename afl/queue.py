@@ -60,8 +60,8 @@ RATES = {
                                 "(results/ghbm/cifar10/2000-rounds)"),
     ("char-lstm", 160): (1940.0, "measured: GHBM's Shakespeare grid, 16 runs as one fleet, 800,000 client steps in "
                                  "413 s on an H100 (results/ghbm/shakespeare/history/250-rounds-h100)"),
-    ("char-lstm", 100): (1850.0, "measured: GHBM's Shakespeare column, methods A (10 runs as one fleet), 500,000 client "
-                                 "steps in 270 s on an H100 (results/ghbm/shakespeare/runs/noniid-a)"),
+    ("char-lstm", 100): (1850.0, "measured: GHBM's Shakespeare column, methods A (10 runs as one fleet), 500,000 "
+                                 "client steps in 270 s on an H100 (results/ghbm/shakespeare/runs/noniid-a)"),
     ("char-lstm", 20): (1470.0, "measured: GHBM's Shakespeare column, FedAvgM and SCAFFOLD (2 runs as one fleet), "
                                 "100,000 client steps in 68 s on an H100 (results/ghbm/shakespeare/runs/noniid-c)"),
 }

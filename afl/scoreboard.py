@@ -427,5 +427,6 @@ def stale(root: Path) -> list[Path]:
     return [p for p, text in build(root).items() if not p.is_file() or p.read_text() != text]
 
 
-__all__ = ["FIRST", "LAST", "Claim", "Value", "Mean", "Difference", "Ratio", "PairedRatio", "Best", "Within", "Above", "Between", "Covers",
-           "Measured", "STATUSES", "verdict", "cost", "summary", "scoreboard", "build", "stale", "papers"]
+__all__ = ["FIRST", "LAST", "Claim", "Value", "Mean", "Difference", "Ratio", "PairedRatio", "Best", "Within", "Above",
+           "Between", "Covers", "Measured", "STATUSES", "verdict", "cost", "summary", "scoreboard", "build", "stale",
+           "papers"]

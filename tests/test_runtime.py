@@ -92,7 +92,8 @@ def test_threads_follow_the_cores_this_process_may_use(monkeypatch):
         files["/sys/fs/cgroup/cpu.max"] = "max 100000"
         assert runtime.available_cores() == 16
         files.clear()
-        files.update({"/sys/fs/cgroup/cpu/cpu.cfs_quota_us": "400000", "/sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000"})
+        files.update({"/sys/fs/cgroup/cpu/cpu.cfs_quota_us": "400000",
+                      "/sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000"})
         assert runtime.available_cores() == 4                         # cgroup v1
         monkeypatch.setattr(runtime.os, "getloadavg", lambda: (3.2, 0.0, 0.0))
         assert runtime.set_threads(load_aware=True) == 2 and torch.get_num_threads() == 2   # 4 cores, 3.2 busy

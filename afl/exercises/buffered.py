@@ -69,7 +69,8 @@ def _nscales(d, bucket, rounding=math.ceil):
 
 check_qsgd_bits = Exercise(
     name="check_qsgd_bits", signature="qsgd_bits(d, bits, bucket)", cases=_bits_cases,
-    reference=lambda d, bits, bucket: QSGDQuantizer(bits, bucket).bits(d), source="QAFeL Example B.1's bit count", implementations=("afl.compress:QSGDQuantizer",),
+    reference=lambda d, bits, bucket: QSGDQuantizer(bits, bucket).bits(d), source="QAFeL Example B.1's bit count",
+    implementations=("afl.compress:QSGDQuantizer",),
     hint="bits per coordinate times d, plus one 32-bit float scale per bucket (ceil(d / bucket) buckets; one "
          "for the whole vector when bucket is None).",
     mistakes=(

@@ -49,7 +49,8 @@ def _expected_count(pmf, K, mode, e=None):
 
 
 check_alpha = Exercise(
-    name="check_alpha", signature="alpha(pmf, K, mode, e=None)", source="FAVAS's α (Sec. 4)", implementations=("afl.theory.favas:alpha",),
+    name="check_alpha", signature="alpha(pmf, K, mode, e=None)", source="FAVAS's α (Sec. 4)",
+    implementations=("afl.theory.favas:alpha",),
     reference=lambda pmf, K, mode, e=None: reference_alpha(pmf, K, mode, e), cases=_alpha_cases,
     hint="deterministic: alpha = E[E ∧ K] = sum_e min(e, K) pmf[e]; stochastic: alpha = P(E > 0) min(e, K) for "
          "the observed e.",

@@ -439,8 +439,8 @@ def _paper(algorithm: str, split: str) -> str:
 _T2 = "favas/table2/favas-table2"
 NAMES = {"favas": "FAVAS (Algorithm 1 as written)", "fedavg": "FedAvg", "fedbuff": "FedBuff"}
 _WHY_REWEIGHT = ("Algorithm 1 as written divides each upload by α, the client's expected number of local steps; "
-                 "the ablation (without the reweighting) and Table 2's ᾱ/α row (favas-normalized) reach the paper's number, so the "
-                 "written 1/α, not asynchrony, costs the accuracy")
+                 "the ablation (without the reweighting) and Table 2's ᾱ/α row (favas-normalized) reach the paper's "
+                 "number, so the written 1/α, not asynchrony, costs the accuracy")
 #: The paper's headline claims, decided from the committed results (:mod:`afl.scoreboard`)
 CLAIMS = tuple(
     [Claim(f"favas-beats-fedavg-{tag}", f"FAVAS beats FedAvg on non-IID MNIST, {words} (Table 2)",
@@ -452,7 +452,8 @@ CLAIMS = tuple(
              f"{_paper('favas', 'noniid_2of3_fast')} against {_paper('quafl', 'noniid_2of3_fast')}", _T2,
              Difference(_cell("favas", "noniid_2of3_fast"), _cell("quafl", "noniid_2of3_fast")), Above(0),
              unit="points")]
-    + [Claim(f"{method}-accuracy-{tag}", f"{NAMES[method]} reaches the paper's accuracy on {words} (Table 2)", _paper(method, split), _T2, Value(_cell(method, split)),
+    + [Claim(f"{method}-accuracy-{tag}", f"{NAMES[method]} reaches the paper's accuracy on {words} (Table 2)",
+             _paper(method, split), _T2, Value(_cell(method, split)),
              Within.accuracy(*PAPER_TABLE2[method][split]), unit="%", **extra)
        for method, tag, split, words, extra in (
            ("favas", "iid", "iid", "IID MNIST", dict(probe="results/favas/ablation/favas-ablation.md",
@@ -467,6 +468,6 @@ CLAIMS = tuple(
              unit="points", substitute="CIFAR-10 as a lossy JPEG copy")])
 
 
-__all__ = ["METHODS", "Method", "SPLITS", "PAPER_TABLE2", "CLAIMS", "FavasSetting", "EXPERIMENTS", "setting", "compute_run",
-           "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2", "plot_accuracy",
-           "plot_variance", "grid", "same_run", "run_experiment", "write_result", "report"]
+__all__ = ["METHODS", "Method", "SPLITS", "PAPER_TABLE2", "CLAIMS", "FavasSetting", "EXPERIMENTS", "setting",
+           "compute_run", "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2",
+           "plot_accuracy", "plot_variance", "grid", "same_run", "run_experiment", "write_result", "report"]

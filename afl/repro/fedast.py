@@ -749,6 +749,6 @@ CLAIMS = (
           Above(0), unit="(accuracy)", digits=3),
 )
 
-__all__ = ["CLAIMS", "TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "same_run", "summarize",
-           "grid", "run_experiment", "write_result", "report", "figure", "sweep_figure", "buffer_figure",
+__all__ = ["CLAIMS", "TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "same_run",
+           "summarize", "grid", "run_experiment", "write_result", "report", "figure", "sweep_figure", "buffer_figure",
            "curves_figure"]

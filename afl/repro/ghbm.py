@@ -513,7 +513,8 @@ def table_markdown(result: dict) -> str:
         lines.append(f"| {row_style(name, cfg)['label']} | "
                      + " | ".join(vals) + ((f" | {ref[0]} / {ref[1]}" if ref else " | –") if paper else "")
                      + f" | {cost_text} |"
-                     + (f" {source_tags(result, [r for r in result['runs'] if row_name(r) == name])} |" if mixed else ""))
+                     + (f" {source_tags(result, [r for r in result['runs'] if row_name(r) == name])} |"
+                        if mixed else ""))
     sources = RATE_SOURCES.get(cfg["hyper"], {})
     ran = {}                                                      # method -> the rates its runs recorded
     for r in result["runs"]:
@@ -1038,7 +1039,8 @@ CLAIMS = (
           "ghbm/tau/ghbm-tau", Best(("rows",), ("mean",)), Between(5, 20), unit="rounds", digits=0),
 )
 
-__all__ = ["CLAIMS", "TABLE_METHODS", "HYPER", "PAPER", "DATASETS", "GhbmSetting", "EXPERIMENTS", "setting", "load_task",
-           "client_parts", "final_accuracy", "compute_run", "run_key", "same_run", "run_grid", "grid", "table",
-           "tau_rows", "cost_to_reach", "DeviationProbe", "deviation_probe", "deviation_rows", "run_experiment", "write_result", "report", "QuadraticSetting",
-           "QUADRATIC_METHODS", "quadratic_run", "run_quadratic"]
+__all__ = ["CLAIMS", "TABLE_METHODS", "HYPER", "PAPER", "DATASETS", "GhbmSetting", "EXPERIMENTS", "setting",
+           "load_task", "client_parts", "final_accuracy", "compute_run", "run_key", "same_run", "run_grid", "grid",
+           "table", "tau_rows", "cost_to_reach", "DeviationProbe", "deviation_probe", "deviation_rows",
+           "run_experiment", "write_result", "report", "QuadraticSetting", "QUADRATIC_METHODS", "quadratic_run",
+           "run_quadratic"]

@@ -581,9 +581,9 @@ CLAIMS = (
           f"{PAPER_KB['fedbuff'][0]:.3f} against {PAPER_KB['qafel_c4_s4'][0]:.3f} kB", _T1,
           Ratio(("rows", "fedbuff", "kb_per_upload"), ("rows", "qafel_c4_s4", "kb_per_upload")),
           Within(round(PAPER_KB["fedbuff"][0] / PAPER_KB["qafel_c4_s4"][0], 3), 0.001), unit="×", digits=3),
-    Claim("qafel-message-8-bit", "An 8-bit message takes the paper's kB per upload (Table 1)", f"{PAPER_KB['qafel_c8_s8'][0]:.3f} kB",
-          _T1, Value(("rows", "qafel_c8_s8", "kb_per_upload")), Within(PAPER_KB["qafel_c8_s8"][0], 0.0005),
-          unit="kB", digits=3),
+    Claim("qafel-message-8-bit", "An 8-bit message takes the paper's kB per upload (Table 1)",
+          f"{PAPER_KB['qafel_c8_s8'][0]:.3f} kB", _T1, Value(("rows", "qafel_c8_s8", "kb_per_upload")),
+          Within(PAPER_KB["qafel_c8_s8"][0], 0.0005), unit="kB", digits=3),
     Claim("qafel-4-4-uploads", "QAFeL 4/4 needs about FedBuff's uploads to the target (Table 1)",
           f"{_paper_ratio(PAPER_TABLE1, 'qafel_c4_s4'):.2f} × ({PAPER_TABLE1['qafel_c4_s4'][0]} ± "
           f"{PAPER_TABLE1['qafel_c4_s4'][1]} k against {PAPER_TABLE1['fedbuff'][0]} ± {PAPER_TABLE1['fedbuff'][1]} k)",
@@ -598,15 +598,16 @@ CLAIMS = (
           "(Table 2)", f"{_paper_ratio(PAPER_TABLE2, 'qafel_c8_stopk'):.2f} × FedBuff's", _T2,
           Ratio(_uploads("qafel_c8_stopk"), _uploads("fedbuff")), Above(1), unit="×", digits=2, substitute=_CELEBA),
     Claim("qafel-fig3-mb", "QAFeL 4/4 uploads 5.2–8 times fewer MB than FedBuff (Fig. 3, largest concurrency)",
-          "5.2–8 ×", _FIG3, Ratio(("rows", "fedbuff@100", "mb_uploaded"), ("rows", "qafel_c4_s4@100", "mb_uploaded")),
+          "5.2–8 ×", _FIG3,
+          Ratio(("rows", "fedbuff@100", "mb_uploaded"), ("rows", "qafel_c4_s4@100", "mb_uploaded")),
           Between(5.2, 8), unit="×", substitute=_CELEBA),
     Claim("qafel-fig3-uploads", "QAFeL 4/4 needs only 1–1.5 times FedBuff's client updates (Fig. 3, largest "
           "concurrency)", "1–1.5 ×", _FIG3, Ratio(_uploads("qafel_c4_s4@100"), _uploads("fedbuff@100")),
           Between(1, 1.5), unit="×", digits=2, substitute=_CELEBA),
 )
 
-__all__ = ["CLAIMS", "PAPER_BYTES", "qafel_shapes", "message_bytes", "relative_errors", "PROBE", "PROBE_SETTING", "probe",
-           "probe_markdown", "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_KB", "TABLE1_METHODS", "TABLE2_METHODS",
+__all__ = ["CLAIMS", "PAPER_BYTES", "qafel_shapes", "message_bytes", "relative_errors", "PROBE", "PROBE_SETTING",
+           "probe", "probe_markdown", "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_KB", "TABLE1_METHODS", "TABLE2_METHODS",
            "FIG3_METHODS", "QafelSetting", "EXPERIMENTS", "setting", "load_task", "user_parts", "compute_run",
            "run_key", "same_run", "run_grid", "grid", "table", "table_markdown", "plot_result", "run_experiment",
            "write_result", "report"]

@@ -413,8 +413,8 @@ def machine(device: str) -> str:
 
 
 __all__ = ["MAX_SEEDS", "Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs",
-           "Execution", "execute",
-           "machine", "heading", "run_sources", "source_tags", "saved_config", "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
+           "Execution", "execute", "machine", "heading", "run_sources", "source_tags", "saved_config",
+           "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
 
 
 def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):
