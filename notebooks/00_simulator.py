@@ -39,6 +39,14 @@
 # clock's period; `Z` FedBuff's buffer (QAFeL's `K`); *staleness* `τ`: server steps since a client started.
 
 # %%
+try:                                        # without afl: how to get it, instead of an ImportError
+    import afl  # noqa: F401
+except ImportError:
+    raise SystemExit("afl is not installed in this kernel: `pip install afl-*.whl` (a wheel from `make wheel`) or "
+                     "`pip install -e .` in the afl repository; data: `afl data download mnist` (checksummed) or "
+                     "AFL_DATA=/path/to/data") from None
+
+# %%
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -48,6 +56,7 @@ from afl.sim import (ConstantRate, Exponential, HalfNormal, ShiftedExponential, 
                      rate_for_concurrency, simulate_async_schedule, simulate_buffered_schedule,
                      simulate_sync_schedule, truncated_steps_stats, two_speed)
 from afl.sim.demo import compute_straggler_demo, plot_straggler_demo, quick
+from afl.panels import panel
 from afl.runtime import set_threads
 
 threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
@@ -235,8 +244,7 @@ def show(**knobs):
     plt.show()
 
 
-out = widgets.interactive_output(show, controls)
-widgets.VBox([widgets.HBox(list(controls.values())[:3]), widgets.HBox(list(controls.values())[3:]), out])
+panel(show, controls, rows=[list(controls)[:3], list(controls)[3:]])
 
 # %% [markdown]
 # ## What we saw

@@ -50,6 +50,14 @@
 # units; `K = 20` the cap; Theorem 3's constants `a_i`, `b`; `C` the time a server step takes (Table 1).
 
 # %%
+try:                                        # without afl: how to get it, instead of an ImportError
+    import afl  # noqa: F401
+except ImportError:
+    raise SystemExit("afl is not installed in this kernel: `pip install afl-*.whl` (a wheel from `make wheel`) or "
+                     "`pip install -e .` in the afl repository; data: `afl data download mnist` (checksummed) or "
+                     "AFL_DATA=/path/to/data") from None
+
+# %%
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -66,6 +74,7 @@ from afl.sim import (Exponential, class_counts, contact_steps_pmf, plot_steps_hi
                      simulate_async_schedule, truncated_steps_stats, two_speed)
 from afl.theory.favas import (c_fedavg, c_server_clock, kappa, reweight_constants, table1_favas, table1_fedavg,
                               table1_quafl)
+from afl.panels import panel
 from afl.runtime import set_threads
 
 threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
@@ -343,8 +352,7 @@ def show(**knobs):
     plt.show()
 
 
-out = widgets.interactive_output(show, controls)
-widgets.VBox([widgets.HBox(list(controls.values())[:3]), widgets.HBox(list(controls.values())[3:]), out])
+panel(show, controls, rows=[list(controls)[:3], list(controls)[3:]], run_button=True, seconds="15 s on two cores")
 
 # %% [markdown]
 # ## 4. Paper scale: our Table 2 beside the paper's

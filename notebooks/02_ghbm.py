@@ -46,6 +46,14 @@
 # the split (0: one class per client); `|S_τ|` the clients seen in `τ` rounds.
 
 # %%
+try:                                        # without afl: how to get it, instead of an ImportError
+    import afl  # noqa: F401
+except ImportError:
+    raise SystemExit("afl is not installed in this kernel: `pip install afl-*.whl` (a wheel from `make wheel`) or "
+                     "`pip install -e .` in the afl repository; data: `afl data download mnist` (checksummed) or "
+                     "AFL_DATA=/path/to/data") from None
+
+# %%
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -56,6 +64,7 @@ from afl.plots import style
 from afl.repro import committed, ghbm as gh
 from afl.sim.schedule import RoundSampler
 from afl.theory import ghbm as theory
+from afl.panels import panel
 from afl.runtime import set_threads
 
 threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
@@ -112,8 +121,7 @@ quad_knobs = {"J": widgets.IntSlider(value=5, min=1, max=20, description="J", co
               "tau": widgets.IntSlider(value=5, min=1, max=20, description="τ", continuous_update=False),
               "beta": widgets.FloatSlider(value=0.9, min=0.0, max=0.95, step=0.05, description="β",
                                           continuous_update=False)}
-display(widgets.VBox([widgets.HBox(list(quad_knobs.values())), widgets.interactive_output(show_quadratic, quad_knobs)]))
-show_quadratic()
+panel(show_quadratic, quad_knobs)
 
 # %% [markdown]
 # What to notice:
@@ -196,9 +204,7 @@ unseen_knobs = {"n": widgets.IntSlider(value=100, min=10, max=200, step=10, desc
                 "s": widgets.IntSlider(value=10, min=1, max=50, description="per round s", continuous_update=False)}
 # s clients a round cannot exceed the n there are: the s slider ends at n
 unseen_knobs["n"].observe(lambda change: setattr(unseen_knobs["s"], "max", min(50, change["new"])), names="value")
-display(widgets.VBox([widgets.HBox(list(unseen_knobs.values())), widgets.interactive_output(show_unseen,
-                                                                                             unseen_knobs)]))
-show_unseen()
+panel(show_unseen, unseen_knobs)
 
 # %% [markdown]
 # ## 3. The τ sweep (Fig. 2)
@@ -249,8 +255,7 @@ race_knobs = {"tau": widgets.IntSlider(value=10, min=1, max=40, description="τ"
               "beta": widgets.FloatSlider(value=0.9, min=0.0, max=0.95, step=0.05, description="β",
                                           continuous_update=False),
               "alpha": widgets.Dropdown(options=[0.0, 0.1, 1.0, 10000.0], value=0.0, description="α")}
-display(widgets.VBox([widgets.HBox(list(race_knobs.values())), widgets.interactive_output(race, race_knobs)]))
-race()
+panel(race, race_knobs, run_button=True, seconds="a minute on two cores")
 
 # %% [markdown]
 # ## 4. Every method on one picture (Table 2)
@@ -556,8 +561,7 @@ def show_rates(C=0.1, G=1.0, J=8):
 rate_knobs = {"C": widgets.FloatLogSlider(value=0.1, base=10, min=-2, max=0, description="C", continuous_update=False),
               "G": widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, description="G", continuous_update=False),
               "J": widgets.IntSlider(value=8, min=1, max=50, description="J", continuous_update=False)}
-display(widgets.VBox([widgets.HBox(list(rate_knobs.values())), widgets.interactive_output(show_rates, rate_knobs)]))
-show_rates()
+panel(show_rates, rate_knobs)
 
 # %% [markdown]
 # What to notice: FedCM's bound grows with the heterogeneity `G` (raise it) and falls only like `T^{−2/3}`;

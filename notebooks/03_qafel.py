@@ -43,6 +43,14 @@
 # (`E‖Q(x) − x‖² ≤ (1 − δ)‖x‖²`); `x̂` the hidden state; *staleness* `τ`: server steps since a client started.
 
 # %%
+try:                                        # without afl: how to get it, instead of an ImportError
+    import afl  # noqa: F401
+except ImportError:
+    raise SystemExit("afl is not installed in this kernel: `pip install afl-*.whl` (a wheel from `make wheel`) or "
+                     "`pip install -e .` in the afl repository; data: `afl data download mnist` (checksummed) or "
+                     "AFL_DATA=/path/to/data") from None
+
+# %%
 import math
 
 import ipywidgets as widgets
@@ -56,6 +64,7 @@ from afl.plots import plot_curves, style
 from afl.repro import committed, qafel as qr
 from afl.repro.qafel import PAPER_BYTES, message_bytes, probe, probe_markdown, qafel_shapes, relative_errors
 from afl.theory import qafel as theory
+from afl.panels import panel
 from afl.runtime import set_threads
 
 threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
@@ -233,9 +242,7 @@ knobs = {"client_bits": widgets.Dropdown(options=[8, 4, 2], value=4, description
          "K": widgets.IntSlider(value=10, min=2, max=20, description="buffer K", continuous_update=False),
          "concurrency": widgets.IntSlider(value=50, min=20, max=200, step=10, description="concurrency",
                                           continuous_update=False)}
-display(widgets.VBox([widgets.HBox(list(knobs.values())[:2]), widgets.HBox(list(knobs.values())[2:]),
-                      widgets.interactive_output(race, knobs)]))
-race()
+panel(race, knobs, rows=[list(knobs)[:2], list(knobs)[2:]], run_button=True, seconds="a minute on two cores")
 
 # %% [markdown]
 # What to notice: against uploads the two curves stay close at 4/4 bits; against bytes the QAFeL curve is
@@ -270,9 +277,7 @@ controls = {"delta_c": widgets.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.
                                            continuous_update=False),
             "K": widgets.IntSlider(value=10, min=1, max=50, description="buffer K", continuous_update=False),
             "tau_max_1": widgets.IntSlider(value=30, min=0, max=200, description="τ_max,1", continuous_update=False)}
-out = widgets.interactive_output(show_orders, controls)
-display(widgets.VBox([widgets.HBox(list(controls.values())[:2]), widgets.HBox(list(controls.values())[2:]), out]))
-show_orders()
+panel(show_orders, controls, rows=[list(controls)[:2], list(controls)[2:]])
 
 # %% [markdown]
 # What to notice: the client quantizer's term falls like `1/√T`, as FedBuff's leading terms do, so a coarse

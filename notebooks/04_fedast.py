@@ -38,6 +38,14 @@
 # *first k*: Sync-ST keeps the first k = 30 updates per task and drops the stragglers.
 
 # %%
+try:                                        # without afl: how to get it, instead of an ImportError
+    import afl  # noqa: F401
+except ImportError:
+    raise SystemExit("afl is not installed in this kernel: `pip install afl-*.whl` (a wheel from `make wheel`) or "
+                     "`pip install -e .` in the afl repository; data: `afl data download mnist` (checksummed) or "
+                     "AFL_DATA=/path/to/data") from None
+
+# %%
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -49,6 +57,7 @@ from afl.sim import FEDAST_MODEL_COSTS, ShiftedExponential, plot_timeline, three
 from afl.sim.distributions import Exponential
 from afl.sim.pool import PoolTask, simulate_pool_schedule
 from afl.theory import fedast as theory
+from afl.panels import panel
 from afl.runtime import set_threads
 
 threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
@@ -136,8 +145,7 @@ knobs = {"buffer": widgets.IntSlider(value=1, min=1, max=8, description="buffer 
          "requests": widgets.IntSlider(value=32, min=8, max=64, step=8, description="requests R",
                                        continuous_update=False),
          "mnist_tasks": widgets.IntSlider(value=1, min=1, max=3, description="MNIST tasks", continuous_update=False)}
-display(widgets.VBox([widgets.HBox(list(knobs.values())), widgets.interactive_output(race, knobs)]))
-race()
+panel(race, knobs, run_button=True, seconds="a minute or two on two cores")
 
 # %% [markdown]
 # What to notice: FedAST's curves climb in small, frequent steps; Sync-ST's in fewer, larger ones, each after
@@ -203,28 +211,32 @@ for name in ("fedast-fig7", "fedast-d6", "fedast-fig2", "fedast-fig3", "fedast-f
 # Algorithm 2 sends the first `R_m` requests of a task with its initial model x⁽⁰⁾. In the authors' code, version 0
 # of a model is a set of *views* of the live weights (`server.py`), which every aggregation overwrites: a first
 # request that a busy client only starts after the task's first aggregation trains from the aggregated model. The
-# quick Fig. 7 both ways (`--set first_wave=current` is the code's):
+# quick Figs. 7, 5 and 2 both ways (`--set first_wave=current` is the code's; 3 seeds each):
 
 # %%
-both = {wave: committed(path) for wave, path in (("paper: x⁽⁰⁾", "fedast-fig7"), (
-    "code: the live model", "fedast/fig7/first-wave-current/fedast-fig7"))}
-if all(both.values()):
-    rows = {wave: result["rows"] for wave, result in both.items()}
-    taskset = next(iter(rows["paper: x⁽⁰⁾"]))
-    methods = [m for m, v in rows["paper: x⁽⁰⁾"][taskset].items() if isinstance(v, dict) and "time_to_all_targets" in v]
-    lines = ["| method | " + " | ".join(rows) + " |", "|---" * (len(rows) + 1) + "|"]
-    for m in methods:
-        cells = [rows[w][taskset][m]["time_to_all_targets"] for w in rows]
-        lines.append(f"| {fr.method_style(m)['label']} | " + " | ".join(
-            f"{pm(c['mean'], c['std'], 0)} ({c['reached']})" for c in cells) + " |")
-    display(Markdown("Simulated time until both tasks reached their targets (mean ± std over the seeds that "
-                     "reached them; the Sync-ST rows do not depend on the first wave):\n\n" + "\n".join(lines)))
+for name in ("fedast-fig7", "fedast-fig5", "fedast-fig2"):
+    short = name.split("-")[1]
+    both = {"paper: x⁽⁰⁾": committed(name), "code: the live model": committed(
+        f"fedast/{short}/first-wave-current/{name}")}
+    if not all(both.values()):
+        continue
+    lines = ["| tasks | method | " + " | ".join(both) + " |", "|---" * (len(both) + 2) + "|"]
+    for taskset, cell in both["paper: x⁽⁰⁾"]["rows"].items():
+        for m, v in cell.items():
+            if isinstance(v, dict) and "time_to_all_targets" in v:
+                cells = [result["rows"][taskset][m]["time_to_all_targets"] for result in both.values()]
+                lines.append(f"| {taskset.split(' | ')[0]} | {fr.method_style(m)['label']} | " + " | ".join(
+                    f"{pm(c['mean'], c['std'], 0)} ({c['reached']})" for c in cells) + " |")
+    display(Markdown(f"**{name}**: simulated time until every task reached its target (mean ± std over the seeds "
+                     "that reached it; Sync-ST's rows do not depend on the first wave, but for float rounding: each "
+                     "fleet batches other runs):\n\n" + "\n".join(lines)))
 
 # %% [markdown]
-# What to notice: on this quick pair the first wave barely matters. The two settings give the same times in 14
-# of the 15 runs (their models differ a little: the queued first requests of a few busy clients train from a newer
-# model); one run of the paper's Realloc moves from 94 to 118 time units. Sync-ST's rows cannot depend on it. The
-# authors saw more on a different pair (two MNIST tasks), and the four-task mix is a GPU's run.
+# What to notice: on these quick MNIST and Fashion-MNIST tasks the first wave barely matters. In Fig. 7 the two
+# settings give the same times in 14 of the 15 runs (the queued first requests of a few busy clients train from a
+# newer model); in Figs. 5 and 2 the times agree within a few units, well inside the seeds' spread. Only the last
+# step of an allocation, the first requests' dispatch, moves Fig. 5 (the README of `results/fedast/`). The authors saw more on a different pair (two MNIST tasks), and the four-task mix is a GPU's
+# run.
 #
 # ## 6. Theorem 1's three terms
 #
@@ -251,8 +263,7 @@ def terms(R=96, b=3, sigma_g2=1.0):
 controls = {"R": widgets.IntSlider(value=96, min=8, max=512, step=8, description="R", continuous_update=False),
             "b": widgets.IntSlider(value=3, min=1, max=32, description="buffer b", continuous_update=False),
             "sigma_g2": widgets.FloatLogSlider(value=1.0, min=-2, max=1, description="σ_g²", continuous_update=False)}
-display(widgets.VBox([widgets.HBox(list(controls.values())), widgets.interactive_output(terms, controls)]))
-terms()
+panel(terms, controls)
 
 # %% [markdown]
 # ## Exercises

@@ -34,6 +34,14 @@
 # The calculators live in `afl.theory` (one module per paper), each citing its equation.
 
 # %%
+try:                                        # without afl: how to get it, instead of an ImportError
+    import afl  # noqa: F401
+except ImportError:
+    raise SystemExit("afl is not installed in this kernel: `pip install afl-*.whl` (a wheel from `make wheel`) or "
+                     "`pip install -e .` in the afl repository; data: `afl data download mnist` (checksummed) or "
+                     "AFL_DATA=/path/to/data") from None
+
+# %%
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -46,6 +54,7 @@ from afl.theory.favas import c_fedavg, c_server_clock, reweight_constants, table
 from afl.theory.fedast import corollary11_terms
 from afl.theory.ghbm import deviation_bound
 from afl.theory.qafel import corollary_f3_orders
+from afl.panels import panel
 from afl.runtime import set_threads
 
 threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
@@ -203,8 +212,7 @@ def show(**knobs):
     plt.show()
 
 
-out = widgets.interactive_output(show, controls)
-widgets.VBox([widgets.HBox(list(controls.values())[:4]), widgets.HBox(list(controls.values())[4:]), out])
+panel(show, controls, rows=[list(controls)[:4], list(controls)[4:]])
 
 # %% [markdown]
 # ## Where the measured results sit

@@ -35,3 +35,17 @@ def test_the_book_stages_exercises_never_solutions():
     assert staged and all(name.endswith("_ex.ipynb") for name in staged)
     assert (build_book.STAGE / "docs" / "index.md").read_text().startswith("# afl")
     assert [next(iter(item)) for item in nav] == ["Home", "Course", "Results", "Engine and runs"]
+
+
+def test_a_widget_shows_what_it_is_not_its_repr(tmp_path):
+    import json
+    nb = {"cells": [{"cell_type": "code", "source": "panel(...)", "metadata": {}, "execution_count": 1, "outputs": [
+        {"output_type": "display_data", "metadata": {},
+         "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "x"}, "text/plain": "VBox(children=(...))"}},
+        {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR", "text/plain": "<Image>"}}]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps(nb))
+    build_book._static_widgets(path)
+    outputs = json.loads(path.read_text())["cells"][0]["outputs"]
+    assert outputs[0]["data"] == {"text/plain": build_book.KNOBS} and outputs[1]["data"]["image/png"] == "iVBOR"

@@ -33,13 +33,15 @@ def code_cells(script: Path) -> list[str]:
 
 
 def solutions() -> dict:
-    """``{checker name: the solution function it is called on}``, from every solution notebook: its first code
-    cell (the imports) and every cell holding a solution, run in one namespace."""
+    """``{checker name: the solution function it is called on}``, from every solution notebook: its first two code
+    cells (the guard that says how to install afl, the imports) and every cell holding a solution, run in one
+    namespace."""
     found = {}
     for sol in sorted(EXERCISES.glob("*_sol.py")):
         cells = code_cells(sol)
         ns: dict = {}
-        exec(cells[0], ns)
+        for cell in cells[:2]:
+            exec(cell, ns)
         for cell in cells:
             if "# BEGIN SOLUTION" in cell:
                 exec(cell, ns)

@@ -146,3 +146,21 @@ def test_every_relative_link_of_the_markdown_pages_resolves():
             for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text())
             if not re.match(r"[a-z]+:|#", target) and not (page.parent / target.split("#")[0]).exists()]
     assert dead == []
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.py")) + sorted((ROOT / "notebooks/exercises").glob("*.py"))
+
+
+def test_a_notebook_without_afl_says_how_to_install_it():
+    """The first code cell of every notebook (the same in all): silent where afl imports, one line on how to get it
+    where it does not (a hosted JupyterHub or Colab with a bare kernel)."""
+    firsts = {re.split(r"^# %%\n", p.read_text(), flags=re.M)[1].split("\n# %%")[0].strip() for p in NOTEBOOKS}
+    assert len(NOTEBOOKS) >= 16 and len(firsts) == 1
+    first = firsts.pop()
+    assert "import afl" in first and "raise SystemExit" in first
+    ok = subprocess.run([sys.executable, "-c", first], capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0 and ok.stdout == ok.stderr == ""
+    bare = subprocess.run([sys.executable, "-c", "import sys; sys.modules['afl'] = None\n" + first],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert bare.returncode == 1 and bare.stderr.startswith("afl is not installed in this kernel: `pip install afl-")
+    assert "afl data download mnist" in bare.stderr and "Traceback" not in bare.stderr

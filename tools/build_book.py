@@ -41,6 +41,8 @@ def stage() -> list:
         for f in sorted((REPO / folder).glob(pattern)):
             (src / folder).mkdir(parents=True, exist_ok=True)
             shutil.copy(f, src / folder / f.name)
+    for notebook in src.rglob("*.ipynb"):
+        _static_widgets(notebook)
     shutil.copytree(REPO / "results", src / "results",
                     ignore=shutil.ignore_patterns("*.partial.jsonl", "*.checkpoints", "gpu-queue-carry", "demo"))
     walkthroughs = [{_title(f): f"notebooks/{f.name}"} for f in sorted((src / "notebooks").glob("0*.ipynb"))]
@@ -52,6 +54,21 @@ def stage() -> list:
                          *[{name: f"results/{key}/README.md"} for name, key in PAPERS]]},
             {"Engine and runs": [{"Speed": "docs/speed.md"}, {"Running experiments": "docs/running.md"},
                                  {"Data": "data/README.md"}]}]
+
+
+#: what a page shows where the notebook displayed knobs (ipywidgets need a running kernel)
+KNOBS = "[knobs: open this notebook in Jupyter to turn them; the picture below is drawn with their first values]"
+
+
+def _static_widgets(notebook: Path) -> None:
+    """A widget's output, whose text stand-in is its Python repr (``VBox(children=...``), says what it is instead."""
+    import json
+    nb = json.loads(notebook.read_text())
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if "application/vnd.jupyter.widget-view+json" in out.get("data", {}):
+                out["data"] = {"text/plain": KNOBS}
+    notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
 
 
 def _title(notebook: Path) -> str:

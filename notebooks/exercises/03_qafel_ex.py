@@ -31,6 +31,14 @@
 # its check.
 
 # %%
+try:                                        # without afl: how to get it, instead of an ImportError
+    import afl  # noqa: F401
+except ImportError:
+    raise SystemExit("afl is not installed in this kernel: `pip install afl-*.whl` (a wheel from `make wheel`) or "
+                     "`pip install -e .` in the afl repository; data: `afl data download mnist` (checksummed) or "
+                     "AFL_DATA=/path/to/data") from None
+
+# %%
 import math
 
 import matplotlib.pyplot as plt
