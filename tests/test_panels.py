@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 widgets = pytest.importorskip("ipywidgets")
+pytestmark = pytest.mark.filterwarnings("ignore:Attempting to work in a virtualenv")   # IPython's, in a test's shell
 from afl.panels import panel, render  # noqa: E402
 
 
