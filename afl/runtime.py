@@ -91,10 +91,11 @@ def _read(path: str) -> str:
         return ""
 
 
-def set_threads(n: int | None = None, load_aware: bool = False) -> int:
+def set_threads(n: int | None = None, load_aware: bool = False, say: bool = False) -> int:
     """Set PyTorch's CPU threads and return the count: ``n``; else ``$AFL_THREADS``; else :func:`available_cores`,
-    with ``load_aware`` less the cores other processes keep busy now (the 1-minute load average, at least 1 left).
-    A different count may round matrix products differently: fix ``n`` where runs must match to the last bit."""
+    with ``load_aware`` less the cores other processes keep busy now (the 1-minute load average, at least 1 left);
+    ``say``: print it (a notebook's first cell). A different count may round matrix products differently: fix ``n``
+    where runs must match to the last bit."""
     import torch
     from .errors import check_int
     if n is None and os.environ.get("AFL_THREADS"):
@@ -106,6 +107,8 @@ def set_threads(n: int | None = None, load_aware: bool = False) -> int:
             n = max(1, min(n, round(n + 1 - os.getloadavg()[0])))
     n = check_int("threads", n, 1)
     torch.set_num_threads(n)
+    if say:
+        print(f"PyTorch trains on {n} thread{'s' * (n > 1)} (afl.runtime.set_threads(n) to choose)")
     return n
 
 

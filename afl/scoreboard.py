@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, ClassVar
 
 from .stats import paired_ratio
 
@@ -94,33 +96,34 @@ def _side_text(side) -> str:
 
 
 @dataclass(frozen=True)
-class Difference:
-    """``a`` minus ``b``: each the number at a path, or a measure."""
+class _Pair:
+    """``a`` combined with ``b`` (each the number at a path, or a measure) by the subclass's ``combine``."""
 
     a: object
     b: object
+    symbol: ClassVar[str]
+    combine: ClassVar[Callable[[float, float], float]]
 
     def of(self, result: dict) -> Measured:
-        return Measured(_side(self.a, result) - _side(self.b, result))
+        return Measured(type(self).combine(_side(self.a, result), _side(self.b, result)))
 
     @property
     def text(self) -> str:
-        return f"{_side_text(self.a)} − {_side_text(self.b)}"
+        return f"{_side_text(self.a)} {self.symbol} {_side_text(self.b)}"
 
 
 @dataclass(frozen=True)
-class Ratio:
-    """``a`` over ``b``: each the number at a path, or a measure."""
+class Difference(_Pair):
+    """``a`` minus ``b``."""
 
-    a: object
-    b: object
+    symbol, combine = "−", operator.sub
 
-    def of(self, result: dict) -> Measured:
-        return Measured(_side(self.a, result) / _side(self.b, result))
 
-    @property
-    def text(self) -> str:
-        return f"{_side_text(self.a)} / {_side_text(self.b)}"
+@dataclass(frozen=True)
+class Ratio(_Pair):
+    """``a`` over ``b``."""
+
+    symbol, combine = "/", operator.truediv
 
 
 @dataclass(frozen=True)
@@ -226,8 +229,8 @@ class Claim:
     ``result``: the result's path under ``results/`` without ``.json``; ``paper``: the paper's number as it gives it;
     ``unit``: the measure's (e.g. ``"points"``); ``probe``: a committed file (path from the repository root) that
     explains a difference, with ``why`` in one sentence; ``substitute``: the data afl uses in place of the paper's;
-    ``queue``: the ``afl queue`` entry that computes the result on a GPU; ``command``: what computes it (default
-    ``afl repro <experiment> --out <its folder>``)."""
+    ``queue``: the ``afl queue`` entry that computes the result on a GPU (else ``afl repro <experiment>`` into the
+    result's folder computes it)."""
 
     id: str
     text: str
@@ -240,7 +243,6 @@ class Claim:
     why: str = ""
     substitute: str = ""
     queue: str = ""
-    command: str = ""
     digits: int = 1
 
     @property
@@ -250,8 +252,6 @@ class Claim:
     def invocation(self) -> str:
         """The command that computes its result where none is committed."""
         out = str(Path("results", self.result).parent)
-        if self.command:
-            return self.command
         if self.queue:
             from .queue import find
             return "afl " + " ".join(find(self.queue).argv) + f" --out {out}"
@@ -329,20 +329,14 @@ def verdict(claim: Claim, root: Path) -> dict:
 
 def cost(claim: Claim) -> str:
     """A claim's estimated cost where it was not run: its GPU queue entry's steps and H100 minutes, else the work
-    :func:`afl.repro.estimate` finds in its command."""
+    :func:`afl.repro.estimate` finds in its experiment's paper setting."""
     if claim.queue:
         from . import queue
         entry = queue.find(claim.queue)
         return (f"{entry.client_steps():,} client steps, about {entry.minutes():.0f} min on an H100 "
                 f"(`afl queue` entry {entry.name}: {entry.status()})")
-    from .cli import _override
     from .repro import estimate
-    words = claim.invocation().split()[2:]
-    options = dict(quick="--quick" in words, seeds=None)
-    sets = dict(_override(words[i + 1]) for i, w in enumerate(words) if w == "--set")
-    if "--seeds" in words:
-        options["seeds"] = int(words[words.index("--seeds") + 1])
-    return estimate(claim.experiment, **options, **sets).describe()
+    return estimate(claim.experiment).describe()
 
 
 def _link(target: str, text: str) -> str:

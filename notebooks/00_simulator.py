@@ -59,8 +59,7 @@ from afl.sim.demo import compute_straggler_demo, plot_straggler_demo, quick
 from afl.panels import panel
 from afl.runtime import set_threads
 
-threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
-print(f"PyTorch trains on {threads} thread{'s' * (threads > 1)} (afl.runtime.set_threads(n) to choose)")
+set_threads(load_aware=True, say=True)      # the cores this kernel may use, less those others keep busy
 
 SEED = 0
 T_END = 600.0 if quick() else 2000.0  # simulated time for the statistics (AFL_QUICK=1: shorter)

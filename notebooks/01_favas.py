@@ -77,8 +77,7 @@ from afl.theory.favas import (c_fedavg, c_server_clock, kappa, reweight_constant
 from afl.panels import panel
 from afl.runtime import set_threads
 
-threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
-print(f"PyTorch trains on {threads} thread{'s' * (threads > 1)} (afl.runtime.set_threads(n) to choose)")
+set_threads(load_aware=True, say=True)      # the cores this kernel may use, less those others keep busy
 
 SEED = 0
 QUICK_METHODS = ("fedavg", "quafl", "fedbuff", "favas", "favas-normalized")  # each in its colour (afl.plots.style)

@@ -67,8 +67,7 @@ from afl.theory import ghbm as theory
 from afl.panels import panel
 from afl.runtime import set_threads
 
-threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
-print(f"PyTorch trains on {threads} thread{'s' * (threads > 1)} (afl.runtime.set_threads(n) to choose)")
+set_threads(load_aware=True, say=True)      # the cores this kernel may use, less those others keep busy
 
 
 def show_committed(name, per_run=False):

@@ -57,8 +57,7 @@ from afl.theory.qafel import corollary_f3_orders
 from afl.panels import panel
 from afl.runtime import set_threads
 
-threads = set_threads(load_aware=True)      # the cores this kernel may use, less those others keep busy
-print(f"PyTorch trains on {threads} thread{'s' * (threads > 1)} (afl.runtime.set_threads(n) to choose)")
+set_threads(load_aware=True, say=True)      # the cores this kernel may use, less those others keep busy
 
 CONST = dict(F=1.0, L=1.0, sigma2=1.0, G2=1.0)
 
