@@ -17,7 +17,7 @@ STAMP   = $(VENV)/.afl-installed
 NOTEBOOKS = notebooks/*.ipynb notebooks/exercises/*_sol.ipynb
 
 .PHONY: setup demo test test-unit test-notebooks test-book book sync-notebooks notebook-outputs notebooks bench clean \
-        handout wheel
+        handout wheel nbgrader
 
 setup: $(STAMP)
 
@@ -44,6 +44,11 @@ test-book: book
 handout: setup
 	@test -n "$(HANDOUT)" || { echo "make handout HANDOUT=DIR: say where the hand-out goes"; exit 2; }
 	$(BIN)/python tools/handout.py "$(HANDOUT)"
+
+# The exercises as an nbgrader course (solutions, checks as autograder tests, answers graded by hand) in COURSE.
+nbgrader: setup
+	@test -n "$(COURSE)" || { echo "make nbgrader COURSE=DIR: say where the course goes"; exit 2; }
+	$(BIN)/python tools/nbgrader_source.py "$(COURSE)"
 
 # An installable wheel of afl (dist/afl-*.whl) for a JupyterHub or Colab: pip install dist/afl-*.whl
 wheel: setup

@@ -137,6 +137,19 @@ def _repro(args) -> None:
         print(f"wrote {p}")
 
 
+def _verdicts(args) -> int:
+    """``afl verdicts FILE...``: a class's recorded check verdicts, one row per student."""
+    import json
+    from .exercises import verdicts
+    table = verdicts.tally(verdicts.read(args.files))
+    if args.json:
+        print(json.dumps({u: {e: {"status": s, "checks": n} for e, (s, n) in row.items()} for u, row in table.items()},
+                         indent=1, sort_keys=True))
+    else:
+        print(verdicts.markdown(table), end="")
+    return 0
+
+
 def _report(args) -> int:
     """``afl report``: write the scoreboard from the committed results (``--check``: only say which file is stale)."""
     from pathlib import Path
@@ -337,6 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "far above every paper setting; afl.budget), which is refused otherwise")
     r.set_defaults(func=_repro)
 
+    v = sub.add_parser("verdicts", help="a class's exercise verdicts (files that $AFL_VERDICTS made), per student",
+                       description="Read the JSON lines the exercise checks append where $AFL_VERDICTS points and "
+                                   "print one row per student: each exercise's best verdict (correct, wrong, error, "
+                                   "not done) and how many checks were run, and the count passed.")
+    v.add_argument("files", nargs="+", metavar="FILE", help="verdict files (JSON lines)")
+    v.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
+    v.set_defaults(func=_verdicts)
+
     s = sub.add_parser("report", help="the scoreboard: every paper claim decided from the committed results",
                        description="Write results/README.md (each paper's claims: paper, afl, rule, status, scale, "
                                    "device, seeds, command) and the summary lines between the markers of README.md, "
@@ -360,8 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--pack", default=None, metavar="DIR", help="run: unpack this 'afl queue pack' folder first")
     q.add_argument("--data-root", default="/tmp/afl-data", help="run: where --pack is unpacked (default: %(default)s)")
     q.add_argument("--resume-from", default=None, metavar="TAR",
-                   help="run: the archive a stopped entry left (default: its committed one in results/gpu-queue-carry/, "
-                        "if any)")
+                   help="run: the archive a stopped entry left (default: its committed one in "
+                        "results/gpu-queue-carry/, if any)")
     q.add_argument("--allow-partial", action="store_true",
                    help="run: where no entry fits the minutes left, start the next one anyway, to stop at the "
                         "deadline with its checkpoints and go on in a later call")

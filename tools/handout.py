@@ -18,7 +18,7 @@ import nbformat
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "notebooks" / "exercises"
 #: text that only a solution notebook holds (tools/make_exercises.py removes it from the exercise twin)
-ANSWER_KEY = ("# BEGIN SOLUTION", "# END SOLUTION", "(solution)")
+ANSWER_KEY = ("BEGIN SOLUTION", "END SOLUTION", "(solution)")
 
 README = """# Exercises: asynchronous and heterogeneous federated learning
 

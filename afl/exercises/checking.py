@@ -11,6 +11,11 @@ typical mistakes (wrong answers written out, each with a hint). Calling it on th
   mistake it matches (or a general one);
 * correct: it agrees on every case.
 
+In a notebook a verdict shows as its message, on the standard output when correct and on the error stream
+otherwise (a red box in Jupyter), which is also how nbgrader grades a check cell: full marks for a correct one,
+none for the rest. Each verdict is appended to the file ``$AFL_VERDICTS`` names, if set
+(:mod:`afl.exercises.verdicts`).
+
 An answer must be the student's own: a function of afl's, or one that calls the implementation the exercise asks
 for (``implementations``, found among the names the function's code uses, nested functions included), is refused
 in words. Messages name the paper's formula, never where afl computes it.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -48,6 +54,10 @@ class Verdict:
         return self.message
 
     __str__ = __repr__
+
+    def _ipython_display_(self) -> None:
+        """The message on stdout when correct, on stderr otherwise (what nbgrader reads as a failed test)."""
+        print(self.message, file=sys.stdout if self.passed else sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -127,8 +137,12 @@ class Exercise:
     implementations: tuple[str, ...] = ()    # "module:name" of afl's code that computes the answer
 
     def __call__(self, fn: Callable, seed: int | None = None) -> Verdict:
-        """Check ``fn`` on fresh random cases (``seed`` fixes them)."""
-        return self.check(fn, seed)
+        """Check ``fn`` on fresh random cases (``seed`` fixes them), and record the verdict where
+        ``$AFL_VERDICTS`` says."""
+        from .verdicts import record
+        verdict = self.check(fn, seed)
+        record(verdict)
+        return verdict
 
     @property
     def function_name(self) -> str:
@@ -228,7 +242,7 @@ def _resolve(path: str):
 def mine_or_reference(fn: Callable, exercise: Exercise) -> Callable:
     """``fn`` once it passes ``exercise``, else afl's reference (saying so), so that the cells after an exercise
     run whether or not it is done."""
-    verdict = exercise(fn)
+    verdict = exercise.check(fn)
     if verdict.passed:
         return fn
     state = {NOT_DONE: "not done yet", ERROR: "not your own code yet" if "own code" in verdict.message

@@ -72,6 +72,7 @@ check_expected_steps(expected_steps)
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
 # %%
 steps = mine_or_reference(expected_steps, check_expected_steps)
 for K in (20, 3):
@@ -102,6 +103,7 @@ check_contact_steps(contact_steps)
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
 # %% [markdown]
 # ## 3. Check it against the simulator
 #

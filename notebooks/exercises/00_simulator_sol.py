@@ -64,11 +64,11 @@ from afl.sim import Exponential, simulate_async_schedule, two_speed
 def expected_steps(mean, window, K):
     """E[min(E, K)] for E ~ Poisson(window / mean)."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     lam = window / mean
     pmf = [math.exp(-lam) * lam ** k / math.factorial(k) for k in range(K)]      # P(E = k), k < K
     return sum(k * p for k, p in enumerate(pmf)) + K * (1 - sum(pmf))         # E = K or more counts as K
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -100,14 +100,14 @@ for K in (20, 3):
 def contact_steps(mean, K, n, s, interval):
     """E[E ∧ K] at a contact: the fixed-window answer averaged over G ~ Geometric(s / n)."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     p, total, mass, g = s / n, 0.0, 0.0, 1
     while mass < 1 - 1e-12:
         weight = p * (1 - p) ** (g - 1)
         total += weight * expected_steps(mean, g * interval, K)
         mass, g = mass + weight, g + 1
     return total
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%

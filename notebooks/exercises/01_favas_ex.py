@@ -39,15 +39,13 @@ except ImportError:
                      "AFL_DATA=/path/to/data") from None
 
 # %%
-import json
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 from afl.exercises import check_alpha, check_server_average, check_unbiased_upload, mine_or_reference
 from afl.plots import style
+from afl.repro import committed
 from afl.sim import Exponential, contact_steps_pmf
 
 # %% [markdown]
@@ -99,6 +97,7 @@ check_server_average(server_average)
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+
 # %% [markdown]
 # ## 4. The unbiasedness check
 #
@@ -144,9 +143,8 @@ plt.show()
 # `results/`. **Predict before you look:** which ingredient matters more on non-IID data?
 
 # %%
-path = Path("../../results/favas/ablation/favas-ablation.json")
-if path.exists():
-    result = json.loads(path.read_text())
+result = committed("favas-ablation")                  # None (saying how to make it) until it is run
+if result is not None:
     table = result["rows"]
     splits = list(next(iter(table.values())))
     fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -164,8 +162,6 @@ if path.exists():
                  "(error bars: ± std over seeds)")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     plt.show()
-else:
-    print("results/favas/ablation/favas-ablation.json is missing: run `afl repro favas-ablation` first")
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*

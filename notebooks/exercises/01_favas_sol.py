@@ -39,15 +39,13 @@ except ImportError:
                      "AFL_DATA=/path/to/data") from None
 
 # %%
-import json
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 from afl.exercises import check_alpha, check_server_average, check_unbiased_upload, mine_or_reference
 from afl.plots import style
+from afl.repro import committed
 from afl.sim import Exponential, contact_steps_pmf
 
 # %% [markdown]
@@ -59,12 +57,12 @@ from afl.sim import Exponential, contact_steps_pmf
 def alpha(pmf, K, mode, e=None):
     """FAVAS eq. (1): E[E ∧ K] (mode "deterministic") or P(E > 0) (e ∧ K) (mode "stochastic")."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     pmf = np.asarray(pmf, dtype=float)
     if mode == "deterministic":
         return float(pmf @ np.minimum(np.arange(len(pmf)), K))
     return float((1 - pmf[0]) * min(e, K))
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -80,11 +78,11 @@ check_alpha(alpha)
 def unbiased_upload(w_init, w, alpha):
     """The reweighted model a contacted FAVAS client sends."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     if alpha == 0:
         return w_init.clone()
     return w_init + (w - w_init) / alpha
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -100,9 +98,9 @@ check_unbiased_upload(unbiased_upload)
 def server_average(w_prev, uploads):
     """w_t = (w_{t-1} + sum of the s uploads) / (s + 1)."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     return (w_prev + uploads.sum(0)) / (len(uploads) + 1)
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -149,7 +147,8 @@ plt.show()
 # clients' data pull the model about 2.4 times as hard. Divided by `α`, both carry one step's worth on average
 # (deterministic exactly, stochastic up to sampling noise): the bias is gone. The price is the variance, larger
 # with the stochastic `α` on clients that did few steps.
-#
+
+# %% [markdown]
 # ## 5. Each ingredient in accuracy: the ablation
 #
 # FAVAS has two ingredients beyond QuAFL: the reweighting and the restart from the server model (QuAFL's clients
@@ -159,9 +158,8 @@ plt.show()
 # `results/`. **Predict before you look:** which ingredient matters more on non-IID data?
 
 # %%
-path = Path("../../results/favas/ablation/favas-ablation.json")
-if path.exists():
-    result = json.loads(path.read_text())
+result = committed("favas-ablation")                  # None (saying how to make it) until it is run
+if result is not None:
     table = result["rows"]
     splits = list(next(iter(table.values())))
     fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -179,8 +177,6 @@ if path.exists():
                  "(error bars: ± std over seeds)")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     plt.show()
-else:
-    print("results/favas/ablation/favas-ablation.json is missing: run `afl repro favas-ablation` first")
 
 # %% [markdown]
 # **Answer.** The restart is the ingredient that matters here: with QuAFL's client mixing instead, FAVAS falls to
@@ -190,7 +186,8 @@ else:
 # comparison is with FAVAS's `ᾱ/α` rule (same scale): `results/favas/table2/favas-table2.md` measured it at 96.2 / 89.3 / 88.8 %
 # on the three splits, within a point of `favas-noreweight`. So in this setting the bias that `1/α` removes
 # (section 4) costs little accuracy; what the reweighting buys is the guarantee of Theorem 3, not a visible gain.
-#
+
+# %% [markdown]
 # ## Going further
 #
 # 1. With `K = 1` (notebook 01's knobs), what are `α` for both classes? Is there still a bias to correct?

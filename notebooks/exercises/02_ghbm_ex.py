@@ -38,14 +38,12 @@ except ImportError:
                      "AFL_DATA=/path/to/data") from None
 
 # %%
-import json
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 from afl.exercises import check_ghbm_momentum, check_smallest_tau, check_unseen_fraction, mine_or_reference
+from afl.repro import committed
 
 # %% [markdown]
 # ## 1. The momentum term (eq. (7))
@@ -146,9 +144,8 @@ plt.show()
 # before you look:** where is the peak, and why does the curve fall beyond it?
 
 # %%
-path = Path("../../results/ghbm/tau/ghbm-tau.json")
-if path.exists():
-    result = json.loads(path.read_text())
+result = committed("ghbm-tau")                  # None (saying how to make it) until it is run
+if result is not None:
     rows = result["rows"]
     tau = [int(t) for t in rows]
     mean = np.array([rows[t]["mean"] for t in rows])
@@ -162,8 +159,6 @@ if path.exists():
     ax.legend(fontsize=8)
     plt.show()
     print("command:", result["command"])
-else:
-    print("results/ghbm/tau/ghbm-tau.json is missing: run `afl repro ghbm-tau` first")
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*

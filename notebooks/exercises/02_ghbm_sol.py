@@ -38,14 +38,12 @@ except ImportError:
                      "AFL_DATA=/path/to/data") from None
 
 # %%
-import json
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 from afl.exercises import check_ghbm_momentum, check_smallest_tau, check_unseen_fraction, mine_or_reference
+from afl.repro import committed
 
 # %% [markdown]
 # ## 1. The momentum term (eq. (7))
@@ -58,10 +56,10 @@ from afl.exercises import check_ghbm_momentum, check_smallest_tau, check_unseen_
 def ghbm_momentum(past, beta, J):
     """What eq. (7) adds at each local step: beta / (tau J) (theta^{t-1} - theta^{t-tau-1})."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     tau = len(past) - 1
     return beta / (tau * J) * (past[-1] - past[0])
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -80,7 +78,8 @@ print("one local step:", momentum(past, 0.9, 8), "  a round of J = 8 steps:", 8 
 # %% [markdown]
 # **Answer.** `β v`: the round repeats 0.9 of the server's average step, the classical heavy-ball's momentum, but
 # averaged over the last `τ` rounds instead of one.
-#
+
+# %% [markdown]
 # ## 2. What a window of τ rounds has not seen (Lemma 4.4)
 #
 # Lemma 4.4 bounds how far the `τ`-round average of updates is from the full gradient by
@@ -94,11 +93,11 @@ print("one local step:", momentum(past, 0.9, 8), "  a round of J = 8 steps:", 8 
 def unseen_fraction(n, s, tau):
     """E[((n - |S_tau|) / n)^2] under uniform sampling."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     p1 = ((n - s) / n) ** tau                                   # one given client never drawn
     p2 = ((n - s) * (n - s - 1) / (n * (n - 1))) ** tau if n > 1 else 0.0
     return (n * p1 + n * (n - 1) * p2) / n ** 2
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -116,12 +115,12 @@ check_unseen_fraction(unseen_fraction)
 def smallest_tau(n, s, eps):
     """The fewest rounds tau with E[(U/n)^2] <= eps under uniform sampling."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     tau = 1
     while unseen_fraction(n, s, tau) > eps:
         tau += 1
     return tau
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -151,7 +150,8 @@ plt.show()
 # **Answer.** About 23 rounds for `eps = 0.01`: more than twice `1/C`, because uniform sampling keeps drawing some
 # clients again. The factor falls like `(1 − C)^{τ}` (geometrically), so each halving of `eps` costs a few more
 # rounds.
-#
+
+# %% [markdown]
 # ## 4. The best τ in practice
 #
 # A longer window sees more of the federation, but it averages older models: its momentum lags. The paper picks
@@ -159,9 +159,8 @@ plt.show()
 # before you look:** where is the peak, and why does the curve fall beyond it?
 
 # %%
-path = Path("../../results/ghbm/tau/ghbm-tau.json")
-if path.exists():
-    result = json.loads(path.read_text())
+result = committed("ghbm-tau")                  # None (saying how to make it) until it is run
+if result is not None:
     rows = result["rows"]
     tau = [int(t) for t in rows]
     mean = np.array([rows[t]["mean"] for t in rows])
@@ -175,13 +174,12 @@ if path.exists():
     ax.legend(fontsize=8)
     plt.show()
     print("command:", result["command"])
-else:
-    print("results/ghbm/tau/ghbm-tau.json is missing: run `afl repro ghbm-tau` first")
 
 # %% [markdown]
 # **Answer.** Accuracy climbs from `τ = 1` (FedCM/FedADC's single-round momentum) to about `τ = 1/C = 10` and falls
 # beyond: the unseen fraction is already small there, and a longer window only adds stale models.
-#
+
+# %% [markdown]
 # ## Going further
 #
 # 1. Prove `E[U] = n ((n − s)/n)^τ` and use it to show that `(E[U]/n)²` underestimates `E[(U/n)²]`.

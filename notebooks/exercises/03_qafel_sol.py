@@ -58,10 +58,10 @@ from afl.exercises import (check_buffered_step, check_hidden_state, check_qsgd, 
 def buffered_step(w, deltas, staleness, server_lr):
     """FedBuff's server step with staleness weights 1/sqrt(1 + tau)."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     weights = torch.tensor([1 / math.sqrt(1 + t) for t in staleness], dtype=deltas.dtype)
     return w - server_lr * (weights[:, None] * deltas).mean(0)
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -82,7 +82,7 @@ check_buffered_step(buffered_step)
 def qsgd(x, bits, generator):
     """One QSGD message of x, decoded: unbiased, on the levels k ||x|| / s, |k| <= s = 2^(bits-1) - 1."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     s = 2 ** (bits - 1) - 1
     norm = x.norm()
     if norm == 0:
@@ -91,7 +91,7 @@ def qsgd(x, bits, generator):
     low = torch.floor(r)
     up = torch.rand(x.shape, generator=generator, dtype=x.dtype) < (r - low)
     return torch.sign(x) * (low + up) * norm / s
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -101,7 +101,8 @@ check_qsgd(qsgd)
 # **Answer.** Rounding to the nearest level is biased: `E[Q(x)] ≠ x`, and a biased error does not average out over
 # many clients and rounds; QAFeL's analysis (Definition 2.1) needs `E[Q(x)] = x`. Stochastic rounding pays with
 # variance instead, which averaging does reduce.
-#
+
+# %% [markdown]
 # ## 3. Exact bits
 #
 # A message is `d` codes of `bits` bits, plus one float32 scale per bucket of `bucket` coordinates (one for the
@@ -111,10 +112,10 @@ check_qsgd(qsgd)
 def qsgd_bits(d, bits, bucket):
     """Bits of one QSGD message of dimension d."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     scales = 1 if bucket is None else math.ceil(d / bucket)
     return bits * d + 32 * scales
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -137,9 +138,9 @@ for bits in (8, 4, 2):
 def hidden_update(hidden, w_new, quantize):
     """QAFeL eqs. (3)-(4): the new hidden state after one broadcast."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     return hidden + quantize(w_new - hidden)
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -192,7 +193,8 @@ print(f"after {rounds} steps: hidden state {errors['hidden state'][-1]:.4f}, "
 # the hidden state each broadcast quantizes only the *change* since the last one, and the error left by one
 # broadcast is part of the next difference, so it is corrected instead of piling up: here the copy stays about 60
 # times closer (0.25 % of the model against 17 %), at a level set by the size of one step, not of the model.
-#
+
+# %% [markdown]
 # ## Going further
 #
 # 1. Run the hidden-state cell with one scale for the whole vector (`bucket=400`): the copy's error *grows* every

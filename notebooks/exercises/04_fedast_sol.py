@@ -56,12 +56,12 @@ from afl.exercises import check_realloc, check_round_times, mine_or_reference
 def realloc(R, sigma2, eta_s, eta_c, tau):
     """The R_m minimizing sum_m eta_s eta_c tau_m sigma_m^2 / R_m with sum_m R_m = R."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     M = len(sigma2)
     weight = np.sqrt(np.asarray(sigma2, dtype=float) * np.broadcast_to(eta_s, M) * np.broadcast_to(eta_c, M)
                      * np.broadcast_to(tau, M))
     return R * weight / weight.sum()
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -70,7 +70,8 @@ check_realloc(realloc)
 # %% [markdown]
 # **Answer.** With multiplier `ν`: `−η_s η_c τ_m σ_m² / R_m² + ν = 0`, so `R_m = σ_m √(η_s η_c τ_m / ν)`, i.e.
 # `R_m ∝ σ_m √(η_s η_c τ_m)`, scaled to sum to `R`.
-#
+
+# %% [markdown]
 # **Predict before you run:** three tasks share `R = 192` requests. A: an easy task (`σ² = 0.2`) with `τ = 27`
 # local steps; B: a hard task (`σ² = 1.8`) with `τ = 27`; C: as hard as B but with `τ = 3`. Same learning rates.
 # Which task gains clients against the equal split of 64 each, and which loses?
@@ -95,7 +96,8 @@ plt.show()
 # reduces its error term the most. A loses (`σ` three times smaller: 38). C, as hard as B but with 9 times fewer
 # local steps, gets `√(1/9) = 1/3` of B's share: 38, exactly A's here (`σ` 3 times larger, `√τ` 3 times smaller).
 # The share follows `σ_m`, not `σ_m²`: the square root is the diminishing return of adding requests to one task.
-#
+
+# %% [markdown]
 # ## 2. Why not wait for everybody?
 #
 # `R` clients train at once, each for an exponential time of rate `λ`. A FedAST buffer of `b` fills with the first
@@ -109,10 +111,10 @@ plt.show()
 def round_times(b, R, lam):
     """(expected time to fill a buffer of b from R requests in flight, expected time of the slowest of R)."""
     # your code here
-    # BEGIN SOLUTION
+    ### BEGIN SOLUTION
     harmonic = sum(1 / k for k in range(1, R + 1))
     return b / (R * lam), harmonic / lam
-    # END SOLUTION
+    ### END SOLUTION
 
 
 # %%
@@ -148,7 +150,8 @@ print(f"R = 100: synchronous {times(b, 100, lam)[1]:.2f}, buffered {times(b, 100
 # **Answer.** About 52 times longer: `H_100 ≈ 5.19` time units against `10/100 = 0.1`. A synchronous round grows like
 # `ln R`, a buffer's shrinks like `1/R`: more clients make synchronous rounds slower and buffered ones faster. The
 # buffer pays with staleness instead (Theorem 1's asynchronous term, which Realloc keeps small).
-#
+
+# %% [markdown]
 # ## Going further
 #
 # 1. In notebook `04_fedast`, section 4, compare your Realloc shares with the stacked `R_m` that FedAST measured.

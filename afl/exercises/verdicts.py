@@ -1,0 +1,94 @@
+"""A class's verdicts, collected: every check can append its verdict as one JSON line to a file, and ``afl
+verdicts`` tabulates such files, one row per student and one column per exercise.
+
+A teacher turns recording on for every student, without touching the notebooks, by setting ``AFL_VERDICTS`` in
+the kernels' environment (on a JupyterHub: ``c.Spawner.environment = {"AFL_VERDICTS":
+"/home/{username}/afl-verdicts.jsonl"}``), then collects the files. A line reads::
+
+    {"exercise": "check_qsgd", "status": "correct", "passed": true, "user": "ada", "time": "2026-11-26T21:40:03Z"}
+
+``user`` is ``$AFL_STUDENT``, else ``$JUPYTERHUB_USER``, else the login name. Nothing is recorded where
+``AFL_VERDICTS`` is unset. For marks, the nbgrader route (``tools/nbgrader_source.py``) grades the same checks.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import time
+from pathlib import Path
+from typing import Iterable
+
+from .checking import CORRECT, ERROR, NOT_DONE, WRONG, Verdict
+
+ENV = "AFL_VERDICTS"
+#: a student's standing on an exercise is their best attempt: correct over wrong over error over not done
+RANK = {NOT_DONE: 0, ERROR: 1, WRONG: 2, CORRECT: 3}
+
+
+def student() -> str:
+    return os.environ.get("AFL_STUDENT") or os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+
+
+def record(verdict: Verdict, path: str | os.PathLike | None = None) -> Path | None:
+    """Append ``verdict`` as one JSON line to ``path`` (default: the file ``$AFL_VERDICTS`` names); returns the
+    file, or None when neither is given."""
+    path = path or os.environ.get(ENV)
+    if not path:
+        return None
+    line = {"exercise": verdict.exercise, "status": verdict.status, "passed": verdict.passed, "user": student(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(line) + "\n")
+    return path
+
+
+def read(paths: Iterable[str | os.PathLike]) -> list[dict]:
+    """Every verdict line of ``paths``; a line that is not a verdict is an error naming the file and line."""
+    lines = []
+    for path in paths:
+        if not Path(path).is_file():
+            raise ValueError(f"FILE={str(path)!r} is not a file; expected a verdict file (JSON lines) that "
+                             f"${ENV} pointed to")
+        for number, text in enumerate(Path(path).read_text().splitlines(), 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+                ok = isinstance(line, dict) and line.get("status") in RANK and all(
+                    isinstance(line.get(k), str) for k in ("exercise", "user"))
+            except json.JSONDecodeError:
+                ok = False
+            if not ok:
+                raise ValueError(f"{path}:{number} is not a verdict line; expected JSON with exercise, status "
+                                 f"({', '.join(RANK)}) and user, as afl.exercises.verdicts.record writes")
+            lines.append(line)
+    return lines
+
+
+def tally(lines: Iterable[dict]) -> dict[str, dict[str, tuple[str, int]]]:
+    """``{user: {exercise: (best status, attempts)}}``."""
+    table: dict[str, dict[str, tuple[str, int]]] = {}
+    for line in lines:
+        row = table.setdefault(line["user"], {})
+        best, attempts = row.get(line["exercise"], (NOT_DONE, 0))
+        if RANK[line["status"]] > RANK[best]:
+            best = line["status"]
+        row[line["exercise"]] = (best, attempts + 1)
+    return table
+
+
+def markdown(table: dict[str, dict[str, tuple[str, int]]]) -> str:
+    """The tally as a markdown table: each cell the best status and the number of checks run, a last column the
+    exercises passed."""
+    exercises = sorted({e for row in table.values() for e in row})
+    head = "| student | " + " | ".join(exercises) + " | passed |"
+    rows = [head, "|" + "---|" * (len(exercises) + 2)]
+    for user in sorted(table):
+        row = table[user]
+        cells = [f"{row[e][0]} ({row[e][1]})" if e in row else "—" for e in exercises]
+        passed = sum(1 for e in exercises if e in row and row[e][0] == CORRECT)
+        rows.append(f"| {user} | " + " | ".join(cells) + f" | {passed}/{len(exercises)} |")
+    return "\n".join(rows) + "\n"
