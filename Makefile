@@ -7,25 +7,48 @@
 ifneq ($(AFL_DATA),)
 export AFL_DATA := $(abspath $(AFL_DATA))
 endif
+# Windows (Git Bash or MSYS with GNU make): the venv's programs are in Scripts, and Python is `python`.
+ifeq ($(OS),Windows_NT)
+PYTHON ?= python
+BIN     = $(VENV)/Scripts
+else
 PYTHON ?= python3
-VENV   ?= .venv
 BIN     = $(VENV)/bin
-STAMP   = $(VENV)/.afl-installed
+endif
+VENV   ?= .venv
+# Two installs in one venv: afl with the notebooks' packages (demo, notebooks, hand-outs), and on top the
+# developers' (tests, the book, nbgrader, Ray). CPU=1 takes PyTorch's CPU-only wheels first (no CUDA libraries:
+# for laptops and hubs), e.g. `make demo CPU=1`.
+STAMP      = $(VENV)/.afl-installed
+DEV_STAMP  = $(VENV)/.afl-dev-installed
+DEV_EXTRAS = dev,notebooks,book
+TORCH_CPU_INDEX = https://download.pytorch.org/whl/cpu
+
+define install
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(if $(CPU),$(BIN)/python -m pip install --quiet torch torchvision --index-url $(TORCH_CPU_INDEX))
+	$(BIN)/python -m pip install --quiet -e '.[$(1)]'
+endef
 
 # Walkthroughs and solution notebooks are committed with their outputs and run under nbval; exercise notebooks are
 # committed blank (each written from its solution by tools/make_exercises.py) and run by tests/test_exercises.py.
 NOTEBOOKS = notebooks/*.ipynb notebooks/exercises/*_sol.ipynb
 
-.PHONY: setup demo test test-unit test-notebooks test-book book sync-notebooks notebook-outputs notebooks bench clean \
+.PHONY: setup setup-dev demo test test-unit test-notebooks test-book book sync-notebooks notebook-outputs notebooks bench clean \
         handout wheel nbgrader
 
 setup: $(STAMP)
 
+setup-dev: $(DEV_STAMP)
+
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,notebooks,book]'
+	$(call install,notebooks)
 	touch $(STAMP)
+
+$(DEV_STAMP): pyproject.toml
+	$(call install,$(DEV_EXTRAS))
+	touch $(STAMP) $(DEV_STAMP)
 
 demo: setup
 	$(BIN)/afl demo --out results/demo
@@ -34,7 +57,7 @@ test: test-unit test-notebooks test-book
 
 # The book: executed notebooks, result pages and the scoreboard as a static site in site/ (offline, from the
 # committed outputs: nothing is executed); every internal link and figure of every page is checked.
-book: setup
+book: setup-dev
 	$(BIN)/python tools/build_book.py --site site
 	@echo "open site/index.html"
 
@@ -46,7 +69,7 @@ handout: setup
 	$(BIN)/python tools/handout.py "$(HANDOUT)"
 
 # The exercises as an nbgrader course (solutions, checks as autograder tests, answers graded by hand) in COURSE.
-nbgrader: setup
+nbgrader: setup-dev
 	@test -n "$(COURSE)" || { echo "make nbgrader COURSE=DIR: say where the course goes"; exit 2; }
 	$(BIN)/python tools/nbgrader_source.py "$(COURSE)"
 
@@ -55,12 +78,12 @@ wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
 	@ls dist/afl-*.whl
 
-test-unit: setup
+test-unit: setup-dev
 	AFL_QUICK=1 AFL_DOWNLOAD=0 $(BIN)/python -m pytest -q tests
 
 # Notebooks: the paired percent scripts must match the .ipynb files, the committed .ipynb files must hold the
 # outputs of a top-to-bottom run (make notebook-outputs), and every notebook runs headless in its quick mode.
-test-notebooks: setup
+test-notebooks: setup-dev
 	@for nb in notebooks/*.ipynb notebooks/exercises/*.ipynb; do \
 	  $(BIN)/jupytext --quiet --to py:percent -o - "$$nb" | diff -q - "$${nb%.ipynb}.py" >/dev/null \
 	  || { echo "$$nb differs from its paired .py: run make sync-notebooks"; exit 1; }; done

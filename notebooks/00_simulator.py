@@ -37,6 +37,8 @@
 # **Glossary.** `n` clients, `s` contacted (FAVAS/QuAFL) or sampled (FedAvg) per server step; `K` the cap on local
 # steps; `E_i` the steps client i could finish before the server's request, so it sends `E_i ∧ K`; `Δ` the server
 # clock's period; `Z` FedBuff's buffer (QAFeL's `K`); *staleness* `τ`: server steps since a client started.
+# **Which meaning holds here:** `K` caps local steps and `τ` is a staleness (in 02 `τ` is GHBM's momentum window, in
+# 04 FedAST's local steps). Every symbol: the course map's notation table (`afl.glossary`).
 
 # %%
 try:                                        # without afl: how to get it, instead of an ImportError

@@ -48,6 +48,9 @@
 # **Glossary.** `E_i ∧ K` the steps client i sends; `α_i` its reweighting (eq. (1)): `E[E_i ∧ K]` (deterministic) or
 # `P(E_i > 0)(E_i ∧ K)` (stochastic); `ᾱ` the clients' mean `E[E ∧ K]`; `s` clients contacted every `Δ = 10` time
 # units; `K = 20` the cap; Theorem 3's constants `a_i`, `b`; `C` the time a server step takes (Table 1).
+# **Which meaning holds here:** `α` is FAVAS's reweighting (not a Dirichlet concentration, as in 02's splits) and
+# `C` a time (in 02 and 05 it is the participation `s/n`). Every symbol: the course map's notation table
+# (`afl.glossary`).
 
 # %%
 try:                                        # without afl: how to get it, instead of an ImportError
@@ -486,15 +489,15 @@ def compute_table1(n=100, s=20, K=K, eps=0.01, fast_fraction=2 / 3, vary="s", va
 
 def plot_table1(data, ax=None):
     ax = ax or plt.subplots(figsize=(5, 3.5))[1]
-    for label in METHODS_T1:
-        ax.plot(data["values"], data[label], marker=".", label=label)
+    for method in METHODS_T1:                                     # each method in its colour, as everywhere
+        ax.plot(data["values"], data[method], marker=".", **style(method))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel({"s": "clients per server step, s", "n": "clients, n", "K": "max local steps, K"}[data["vary"]])
     ax.set_ylabel("time to ε (simulated time, constants dropped)")
     fixed = ", ".join(f"{k} = {v}" for k, v in data["fixed"].items() if k != data["vary"])
     ax.set_title(f"Table 1 against {data['vary']} ({fixed})")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(fontsize=7, framealpha=0.85)                   # a frame: the legend may sit on a line
     return ax
 
 

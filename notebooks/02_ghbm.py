@@ -44,6 +44,9 @@
 # **Glossary.** `θ^t` the server model after round t; `τ` the rounds averaged into the momentum; `J` local steps
 # per round; `β` the momentum factor; `n` clients, `s` per round, `C = s/n`; `α` the Dirichlet concentration of
 # the split (0: one class per client); `|S_τ|` the clients seen in `τ` rounds.
+# **Which meaning holds here:** `τ` is GHBM's momentum window (in 00 and 03 a staleness, in 04 local steps); local
+# steps are `J` (the course's `K`); `α` is the Dirichlet concentration, and in FedCM's rows its gradient weight
+# (not FAVAS's reweighting). Every symbol: the course map's notation table (`afl.glossary`).
 
 # %%
 try:                                        # without afl: how to get it, instead of an ImportError
@@ -351,10 +354,64 @@ if shakespeare:
 # - **Still open:** FedAvgM and SCAFFOLD end several points below the paper's numbers; the other baselines on this
 #   federation are the GPU queue's next entries. The scoreboard (`results/README.md`) decides each claim.
 #
-# **What changed, and why.** The runs below (history) took 100 random roles cut at 2,000 windows: 70 clients held
-# fewer (median 597, smallest 11), so 20 steps of 100 made a small client pass over its data up to 180 times a
-# round, on less than half the data. There FedHBM led FedAvg by 1.5 points. Their reports say
+# **What changed, and why.** The runs in the appendix (history) took 100 random roles cut at 2,000 windows: 70
+# clients held fewer (median 597, smallest 11), so 20 steps of 100 made a small client pass over its data up to
+# 180 times a round, on less than half the data. There FedHBM led FedAvg by 1.5 points. Their reports say
 # `federation = any-roles`.
+
+# %% [markdown]
+# ## 5. The theory's rates (Table 1)
+#
+# Table 1 compares the convergence bounds of FedAvg, FedCM, SCAFFOLD-M, FedAvg-M and GHBM on
+# `(1/T) Σ E‖∇f(θ^t)‖²`, up to constants. The knob: participation `C`, heterogeneity `G` and local steps `J`.
+
+# %%
+def show_rates(C=0.1, G=1.0, J=8):
+    T = np.logspace(2, 6, 40)
+    r = theory.rates(T, C=C, G=G, J=J)
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    lines = {"fedavg_full": ("fedavg", ":", "FedAvg, every client"), "fedavg_partial": ("fedavg", "-", "FedAvg"),
+             "fedcm": ("fedcm", "-", "FedCM"), "fedavg_m_full": ("fedavgm", ":", "FedAvg-M, every client"),
+             "scaffold_m": ("scaffold-m", "--", "SCAFFOLD-M"), "ghbm": ("ghbm", "-", "GHBM, cyclic, τ = 1/C")}
+    for key, value in r.items():
+        method, ls, label = lines[key]
+        ax.loglog(T, value, color=style(method)["color"], ls=ls, label=label)
+    ax.set(xlabel="rounds T", ylabel="bound on mean ‖∇f‖² (constants dropped)",
+           title=f"Table 1's rates: C = {C}, G = {G}, J = {J} (L, Δ, σ² = 1)")
+    ax.legend(fontsize=8)
+    plt.show()
+
+
+rate_knobs = {"C": widgets.FloatLogSlider(value=0.1, base=10, min=-2, max=0, description="C", continuous_update=False),
+              "G": widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, description="G", continuous_update=False),
+              "J": widgets.IntSlider(value=8, min=1, max=50, description="J", continuous_update=False)}
+panel(show_rates, rate_knobs)
+
+# %% [markdown]
+# What to notice: FedCM's bound grows with the heterogeneity `G` (raise it) and falls only like `T^{−2/3}`;
+# GHBM's, under cyclic participation with `τ = 1/C`, does not depend on `G` at all and matches FedAvg-M with
+# every client (its line covers theirs) — the paper's central claim, and section 1's quadratic in one picture.
+# (The FedAvg rates shown assume bounded heterogeneity inside their constants.)
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. In section 1, set `τ = 4` with two clients per round. Why does GHBM as analysed stop short of FedCM with
+#    every client? Compute `theory.unseen_fraction_moment(10, 2, 4, "cyclic")`.
+# 2. Prove the section 1 surprise: on a cycle of period `τ`, eq. (7)'s momentum is zero. Why does this not make
+#    GHBM useless in deep learning? (Hint: look at the first 100 rounds of the picture.)
+# 3. In section 3's race, find the participation `C` at which FedCM and GHBM end together. Relate it to
+#    Lemma 4.4.
+# 4. Run `afl repro ghbm-tau --quick --set sampling=cyclic`: does cyclic participation move the best `τ`?
+# 5. `afl.algorithms.ghbm` has `localghbm` and `fedhbm` with `momentum_scale="C"` (the authors' code) or
+#    `"tau_i"` (the paper). Compare them in section 3's race (use `run_algorithm(..., momentum_scale=...)`).
+
+# %% [markdown]
+# ## Appendix: the Shakespeare run logs
+#
+# How the Shakespeare column above was reached: the runs on the earlier federation, the knobs tried on the
+# way (server steps, participation, Table 7's rates for the MIME family) and how the step size was found.
+# Section 4 says what they changed; read them for the method, not for the headline numbers.
 
 # %% [markdown]
 # ### History: the earlier federation (one H100)
@@ -533,53 +590,6 @@ show_committed("ghbm/shakespeare/history/30-rounds/ghbm-table2")
 # (`afl.algorithms.fedcm`, `momentum="code"`). Could that explain the paper's 49.2 %? Not at this budget: the
 # dash-dotted brown curve lies on FedCM's, at 18.6 % in round 30. Every gradient still weighs α = 0.1 and the
 # server step is still 0.1.
-
-# %% [markdown]
-# ## 5. The theory's rates (Table 1)
-#
-# Table 1 compares the convergence bounds of FedAvg, FedCM, SCAFFOLD-M, FedAvg-M and GHBM on
-# `(1/T) Σ E‖∇f(θ^t)‖²`, up to constants. The knob: participation `C`, heterogeneity `G` and local steps `J`.
-
-# %%
-def show_rates(C=0.1, G=1.0, J=8):
-    T = np.logspace(2, 6, 40)
-    r = theory.rates(T, C=C, G=G, J=J)
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    lines = {"fedavg_full": ("fedavg", ":", "FedAvg, every client"), "fedavg_partial": ("fedavg", "-", "FedAvg"),
-             "fedcm": ("fedcm", "-", "FedCM"), "fedavg_m_full": ("fedavgm", ":", "FedAvg-M, every client"),
-             "scaffold_m": ("scaffold-m", "--", "SCAFFOLD-M"), "ghbm": ("ghbm", "-", "GHBM, cyclic, τ = 1/C")}
-    for key, value in r.items():
-        method, ls, label = lines[key]
-        ax.loglog(T, value, color=style(method)["color"], ls=ls, label=label)
-    ax.set(xlabel="rounds T", ylabel="bound on mean ‖∇f‖² (constants dropped)",
-           title=f"Table 1's rates: C = {C}, G = {G}, J = {J} (L, Δ, σ² = 1)")
-    ax.legend(fontsize=8)
-    plt.show()
-
-
-rate_knobs = {"C": widgets.FloatLogSlider(value=0.1, base=10, min=-2, max=0, description="C", continuous_update=False),
-              "G": widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, description="G", continuous_update=False),
-              "J": widgets.IntSlider(value=8, min=1, max=50, description="J", continuous_update=False)}
-panel(show_rates, rate_knobs)
-
-# %% [markdown]
-# What to notice: FedCM's bound grows with the heterogeneity `G` (raise it) and falls only like `T^{−2/3}`;
-# GHBM's, under cyclic participation with `τ = 1/C`, does not depend on `G` at all and matches FedAvg-M with
-# every client (its line covers theirs) — the paper's central claim, and section 1's quadratic in one picture.
-# (The FedAvg rates shown assume bounded heterogeneity inside their constants.)
-
-# %% [markdown]
-# ## Exercises
-#
-# 1. In section 1, set `τ = 4` with two clients per round. Why does GHBM as analysed stop short of FedCM with
-#    every client? Compute `theory.unseen_fraction_moment(10, 2, 4, "cyclic")`.
-# 2. Prove the section 1 surprise: on a cycle of period `τ`, eq. (7)'s momentum is zero. Why does this not make
-#    GHBM useless in deep learning? (Hint: look at the first 100 rounds of the picture.)
-# 3. In section 3's race, find the participation `C` at which FedCM and GHBM end together. Relate it to
-#    Lemma 4.4.
-# 4. Run `afl repro ghbm-tau --quick --set sampling=cyclic`: does cyclic participation move the best `τ`?
-# 5. `afl.algorithms.ghbm` has `localghbm` and `fedhbm` with `momentum_scale="C"` (the authors' code) or
-#    `"tau_i"` (the paper). Compare them in section 3's race (use `run_algorithm(..., momentum_scale=...)`).
 
 # %% [markdown]
 # ## References

@@ -18,10 +18,11 @@
 #
 # *Asynchronous Federated Learning with Bidirectional Quantized Communications and Buffered Aggregation* (QAFeL;
 # Ortega & Jafarkhani, 2023). FedBuff (notebook 01) lets clients train asynchronously and the server step once
-# `K` updates are buffered; every message is a full float32 model. QAFeL quantizes both directions:
+# `Z` updates are buffered (the paper writes `K`); every message is a full float32 model. QAFeL quantizes both
+# directions:
 #
 # - a client starts from the **hidden state** `x̂` and uploads `Q_c(y_0 − y_P)`, its quantized update;
-# - after a server step `x ← x + η_g Δ̄/K` (eq. (3)) the server broadcasts `q = Q_s(x − x̂)`, and server and
+# - after a server step `x ← x + η_g Δ̄/Z` (eq. (3)) the server broadcasts `q = Q_s(x − x̂)`, and server and
 #   clients apply `x̂ ← x̂ + q` (eq. (4)) — the hidden state follows the server model, and what one broadcast
 #   got wrong, the next one corrects.
 #
@@ -38,9 +39,13 @@
 # the change into a hidden state instead of the model; read Table 1's protocol. **Time:** 45 minutes. **Needs:**
 # notebook 00 (FedBuff). **Next:** `exercises/03_qafel_ex`.
 #
-# **Glossary.** Buffer `K` (FedBuff's `Z`): updates per server step; *concurrency*: clients training at once;
-# `bits` per coordinate, sign included; `s = 2^(bits−1) − 1` QSGD's levels; `δ` the compression parameter
+# **Glossary.** Buffer `Z`: updates per server step; *concurrency*: clients training at once; `bits` per
+# coordinate, sign included; `s = 2^(bits−1) − 1` QSGD's levels; `δ` the compression parameter
 # (`E‖Q(x) − x‖² ≤ (1 − δ)‖x‖²`); `x̂` the hidden state; *staleness* `τ`: server steps since a client started.
+# **Which meaning holds here:** the paper writes the buffer `K`; this notebook writes `Z` (FedBuff's letter), since
+# `K` counts local steps in the rest of the course. `s` is QSGD's levels here, not clients per step; `τ` is a
+# staleness, not GHBM's window (02) or FedAST's local steps (04). Every symbol: the course map's notation table
+# (`afl.glossary`).
 
 # %%
 try:                                        # without afl: how to get it, instead of an ImportError
@@ -60,6 +65,8 @@ import torch
 from IPython.display import Markdown, display
 
 from afl.compress import make_quantizer
+from afl.data import first_present
+from afl.models import build_model
 from afl.plots import plot_curves, style
 from afl.repro import committed, qafel as qr
 from afl.repro.qafel import PAPER_BYTES, message_bytes, probe, probe_markdown, qafel_shapes, relative_errors
@@ -166,7 +173,7 @@ plt.show()
 # ## 4. The paper's Table 1 on an offline substitute
 #
 # The protocol of the paper's App. D: clients arrive at 100 per time unit, each trains one local epoch of its
-# 1–32 images (one SGD step, lr 4.7e-6) for a HalfNormal(1) duration; the server sums a buffer of `K = 10`
+# 1–32 images (one SGD step, lr 4.7e-6) for a HalfNormal(1) duration; the server sums a buffer of `Z = 10`
 # updates and steps with lr 1000 and momentum 0.3. The metric: **uploads until the validation accuracy first
 # reaches the target**. Data: CIFAR-10 (the lossy JPEG copy), vehicles vs animals, users of 1–32 images (2,500
 # in the paper's setting, 300 in the quick one) whose pictures share a few of the ten original classes — as a
@@ -212,13 +219,74 @@ for path in ("qafel-table1", "qafel-table2", "qafel-fig3",                # comm
 # What the authors ran: at the commits of the experiments, the FLSim code broadcasts top-k keeping 90 % (hard-coded),
 # and no commit produces Table 1's server-bit rows; afl follows the paper's text. These committed runs had no dropout
 # (the paper's 0.1 is the default since; their reports say so).
-#
-# **Your turn.** A small version of the same race, live: FedBuff against QAFeL with the bits, the buffer `K` and
-# the concurrency (clients training at once) that you choose — 300 users, 600 uploads, one seed (about 30 s).
+
+# %% [markdown]
+# **Where does 4-bit QAFeL lose uploads?** The hidden state only touches the broadcast; what every upload loses is
+# the client channel's rounding. FLSim's channel rounds each coordinate to the nearest of 16 levels spread over its
+# tensor's range: deterministic, so the same kind of update is rounded the same way by every client. afl records
+# the channel's relative error on every upload, `‖Q_c(Δ) − Δ‖² / ‖Δ‖²`, and on every buffer's sum, which is what
+# the server's step receives (`afl.algorithms.qafel`; `qr.channel_errors` averages them between evaluations).
+# One QAFeL 4/4 run and one 8/8 run in the quick Table 1 setting, 1,000 uploads, no early stop (about 40 s).
+# **Predict before you run:** as training goes on, does the 4-bit error grow or shrink? Is the buffer's sum
+# rounded better than each upload?
 
 # %%
-def race(client_bits=4, server_bits=4, K=10, concurrency=50):
-    cfg = qr.setting("qafel-fig3", quick=True, Z=K, concurrencies=(concurrency,), max_uploads=600, target=1.0,
+RACE_DATA = first_present(("cifar10", "cifar10-jpeg"))       # the mirror's copy where present, else downloadable
+print(f"data: {RACE_DATA}")
+cfg = qr.setting("qafel-table1", quick=True, dataset=RACE_DATA, target=1.0, eval_every=50)
+fig, ax = plt.subplots(figsize=(8, 4))
+for method in ("qafel_c4_s4", "qafel_c8_s8"):
+    errors = qr.channel_errors(qr.compute_run(cfg, method, None, 0))
+    color = style(method)["color"]
+    ax.plot(errors["uploads"], errors["upload"], color=color, label=f"{qr.label(method)}: each upload")
+    ax.plot(errors["uploads"], errors["buffer"], color=color, ls="--", label=f"{qr.label(method)}: the buffer's sum")
+    print(f"{qr.label(method)}: upload error {errors['upload'][0]:.3f} -> {errors['upload'][-1]:.3f}, "
+          f"buffer sum {errors['buffer'][0]:.3f} -> {errors['buffer'][-1]:.3f} (first and last 50 uploads)")
+ax.set_yscale("log")
+ax.set(xlabel="uploads", ylabel="‖Q(x) − x‖² / ‖x‖²  (mean over 50 uploads)",
+       title=f"The client channel's relative error during training ({RACE_DATA}, Z = {cfg.Z}, one seed)")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# What to notice: the error **grows** during training, from a few hundredths to about a fifth of the update, and
+# **8 bits err as much as 4**. Early on the buffer's sum is rounded better than each upload (the errors partly
+# cancel), later hardly better: every client's rounding then loses the same small coordinates, so the errors no
+# longer cancel. Why would 8 bits not help? The cell below takes one client update at the paper's client step
+# (4.7e-6 times a gradient) and asks the channel for its scales.
+
+# %%
+model = build_model("celeba-cnn", num_classes=2, variant="fedbuff", dropout=cfg.dropout)
+task = qr.load_task(cfg)
+torch.nn.functional.cross_entropy(model(task.train_x[:32]), task.train_y[:32]).backward()
+update = torch.cat([cfg.lr * p.grad.flatten() for p in model.parameters()])          # one client's Δ
+print(f"largest |coordinate| of the update: {update.abs().max():.2e}")
+for bits in (4, 8):
+    q = make_quantizer(f"scalar:{bits}", shapes=qafel_shapes())
+    error = float((q.roundtrip(update) - update).square().sum() / update.square().sum())
+    print(f"{bits} bits: scale per tensor {q.encode(update).scale.min():.3g} to {q.encode(update).scale.max():.3g} "
+          f"(range / {2 ** bits - 1}, at least float32's eps = {torch.finfo(torch.float32).eps:.3g}); "
+          f"relative error {error:.4f}")
+
+# %% [markdown]
+# The channel's scale has a floor: PyTorch's `MinMaxObserver`, which FLSim's channel uses (and afl's
+# `scalar:<bits>` copies), never lets the scale fall below float32's machine epsilon, 1.19e-7. At the paper's
+# client step an update's coordinates are about 1e-6, so `range / 255` would be far below the floor and `range /
+# 15` close to it: 8 and 4 bits both round to the same grid of 1.19e-7, and as training shrinks the gradients,
+# more of each update falls below half a grid step and is sent as zero. This is what the authors' code ran too;
+# the paper's text assumes an unbiased quantizer instead (`QafelSetting.quantizer="qsgd"`, section 2), which has no
+# such floor. So in this protocol the bits of the FLSim channel set the message size far more than its error.
+
+# %% [markdown]
+# **Your turn.** A small version of the same race, live: FedBuff against QAFeL with the bits, the buffer `Z` and
+# the concurrency (clients training at once) that you choose — 300 users, 600 uploads, one seed, validated every 25
+# uploads. Its data, as above, is torchvision's CIFAR-10 (`afl data download cifar10` fetches it, checksummed), or
+# this repository's offline copy where that is present (`afl.data.first_present`).
+
+# %%
+def race(client_bits=4, server_bits=4, Z=10, concurrency=50):
+    cfg = qr.setting("qafel-fig3", quick=True, dataset=RACE_DATA, Z=Z, concurrencies=(concurrency,),
+                     max_uploads=600, eval_every=25, target=1.0,
                      methods=("fedbuff", f"qafel_c{client_bits}_s{server_bits}"))
     runs = [o.value for o in qr.run_grid(cfg, [(concurrency, m, 0) for m in cfg.methods])]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
@@ -230,7 +298,7 @@ def race(client_bits=4, server_bits=4, K=10, concurrency=50):
         ax2.plot(np.array(c["bytes_up"]) / 1e6, 100 * np.array(c["accuracy"]), color=st["color"],
                  ls=st["linestyle"], label=qr.label(r["method"]))
     ax1.set(xlabel="uploads", ylabel="validation accuracy (%)",
-            title=f"K = {K}, {concurrency} clients training at once, 1/√(1+τ) weights")
+            title=f"Z = {Z}, {concurrency} clients training at once, √(2/(1+τ)) weights")
     ax2.set(xlabel="MB uploaded", ylabel="validation accuracy (%)", title="the same runs against bytes uploaded")
     ax1.legend(fontsize=8)
     plt.show()
@@ -238,7 +306,7 @@ def race(client_bits=4, server_bits=4, K=10, concurrency=50):
 
 knobs = {"client_bits": widgets.Dropdown(options=[8, 4, 2], value=4, description="client bits"),
          "server_bits": widgets.Dropdown(options=[8, 4, 2], value=4, description="server bits"),
-         "K": widgets.IntSlider(value=10, min=2, max=20, description="buffer K", continuous_update=False),
+         "Z": widgets.IntSlider(value=10, min=2, max=20, description="buffer Z", continuous_update=False),
          "concurrency": widgets.IntSlider(value=50, min=20, max=200, step=10, description="concurrency",
                                           continuous_update=False)}
 panel(race, knobs, rows=[list(knobs)[:2], list(knobs)[2:]], run_button=True, seconds="a minute on two cores")
@@ -246,8 +314,8 @@ panel(race, knobs, rows=[list(knobs)[:2], list(knobs)[2:]], run_button=True, sec
 # %% [markdown]
 # What to notice: against uploads the two curves stay close at 4/4 bits; against bytes the QAFeL curve is
 # squeezed about 8× to the left. Turn the client bits to 2 and the gap in uploads opens; turn only the server
-# bits to 2 and it barely moves. A larger `K` steps less often with more updates per step; a larger concurrency
-# makes updates staler (the `1/√(1+τ)` weights shrink them).
+# bits to 2 and it barely moves. A larger `Z` steps less often with more updates per step; a larger concurrency
+# makes updates staler (the `√(2/(1+τ))` weights shrink them).
 
 # %% [markdown]
 # ## 5. The theory's terms (Proposition 3.5, Corollary F.3)
@@ -257,15 +325,15 @@ panel(race, knobs, rows=[list(knobs)[:2], list(knobs)[2:]], run_button=True, sec
 # cost, and which one matters as `T` grows? (Constants dropped; `L`, `σ²`, `G`, `F` set to 1.)
 
 # %%
-def show_orders(delta_c=0.5, delta_s=0.5, K=10, tau_max_1=30, P=1):
+def show_orders(delta_c=0.5, delta_s=0.5, Z=10, tau_max_1=30, P=1):
     T = np.logspace(2, 6, 40).astype(int)
-    terms = [theory.proposition35_orders(int(t), P, K, 1.0, 1.0, 1.0, delta_c, delta_s, tau_max_1) for t in T]
+    terms = [theory.proposition35_orders(int(t), P, Z, 1.0, 1.0, 1.0, delta_c, delta_s, tau_max_1) for t in T]
     fig, ax = plt.subplots(figsize=(8, 4.2))
     ax.loglog(T, [t["fedbuff_total"] for t in terms], color="#2ca02c", label="FedBuff's three terms (eq. 6)")
     for key, ls in (("client_quantization", "-"), ("server_quantization", "--"), ("cross", ":")):
         ax.loglog(T, [t["qafel_extra"][key] for t in terms], color="#d62728", ls=ls, label=f"QAFeL extra: {key}")
     ax.set(xlabel="server steps T", ylabel="term of the bound (constants dropped)",
-           title=f"Proposition 3.5: δ_c = {delta_c}, δ_s = {delta_s}, K = {K}, τ_max,1 = {tau_max_1}")
+           title=f"Proposition 3.5: δ_c = {delta_c}, δ_s = {delta_s}, Z = {Z}, τ_max,1 = {tau_max_1}")
     ax.legend(fontsize=8)
     plt.show()
 
@@ -274,7 +342,7 @@ controls = {"delta_c": widgets.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.
                                            continuous_update=False),
             "delta_s": widgets.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, description="δ_s",
                                            continuous_update=False),
-            "K": widgets.IntSlider(value=10, min=1, max=50, description="buffer K", continuous_update=False),
+            "Z": widgets.IntSlider(value=10, min=1, max=50, description="buffer Z", continuous_update=False),
             "tau_max_1": widgets.IntSlider(value=30, min=0, max=200, description="τ_max,1", continuous_update=False)}
 panel(show_orders, controls, rows=[list(controls)[:2], list(controls)[2:]])
 
@@ -282,7 +350,8 @@ panel(show_orders, controls, rows=[list(controls)[:2], list(controls)[2:]])
 # What to notice: the client quantizer's term falls like `1/√T`, as FedBuff's leading terms do, so a coarse
 # client quantizer costs accuracy for as long as you train; the server quantizer's term falls like `1/T` and
 # fades — the paper's conclusion that the client's precision matters more than the server's. The learning
-# rates must also satisfy condition (8): `theory.condition(eta_g, eta_local, K, L, delta_c, delta_s, P)` checks it.
+# rates must also satisfy condition (8): `theory.condition(eta_g, eta_local, Z, L, delta_c, delta_s, P)` checks
+# it (its argument `K` is the buffer, as in the paper).
 
 # %% [markdown]
 # ## Exercises

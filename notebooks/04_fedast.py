@@ -36,6 +36,9 @@
 # **Glossary.** `M` tasks; `R_m` active requests of task m; `b_m` its buffer; `τ` = 27 local steps; `η_c`, `η_s`
 # client and server learning rates; the *cap* is how many clients may be busy at once (300 of 1,000 in the paper);
 # *first k*: Sync-ST keeps the first k = 30 updates per task and drops the stragglers.
+# **Which meaning holds here:** `τ` is FedAST's local steps per request (the course's `K`; in 00 and 03 `τ` is a
+# staleness, in 02 GHBM's window) and `b` the buffer (FedBuff's `Z`). Every symbol: the course map's notation
+# table (`afl.glossary`).
 
 # %%
 try:                                        # without afl: how to get it, instead of an ImportError
@@ -124,7 +127,8 @@ def race(buffer=1, requests=32, mnist_tasks=1):
                      tasksets=("mnist" + (f"*{mnist_tasks}" if mnist_tasks > 1 else "") + ",fashion-mnist",),
                      methods=("fedast-static", "sync-st"))
     runs = [o.value for o in fr.run_grid(cfg, [(cfg.tasksets[0], m, 60, buffer, 0) for m in cfg.methods])]
-    fig, axes = plt.subplots(1, len(runs[0]["tasks"]), figsize=(5 * len(runs[0]["tasks"]), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(runs[0]["tasks"]), figsize=(5 * len(runs[0]["tasks"]), 3.8), squeeze=False,
+                             layout="constrained")                  # the suptitle above the panels' titles
     for r in runs:
         st = fr.method_style(r["method"])
         for ax, t in zip(axes[0], r["tasks"]):

@@ -30,6 +30,9 @@
 # `a_i`, `b` its constants; GHBM's `τ` the rounds averaged into the momentum; FedAST's `b` the buffer and `R` the
 # requests in flight; QAFeL's `δ` the compression parameter (`E‖Q(x) − x‖² ≤ (1 − δ)‖x‖²`, Definition 2.1),
 # `T` server steps; `ε` the target of `E‖∇f‖²`.
+# **Which meaning holds here:** each paper keeps its own letters, so the same letter means different things in
+# different panels: `τ` is GHBM's window in the GHBM panel and FedAST's local steps in FedAST's; `C` is `s/n`.
+# Every symbol: the course map's notation table (`afl.glossary`).
 #
 # The calculators live in `afl.theory` (one module per paper), each citing its equation.
 

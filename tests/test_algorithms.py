@@ -138,6 +138,7 @@ def test_qafel_matches_reference(hidden_state):
     q_c, q_s = make_quantizer("qsgd:4", seed=2 * SEED), make_quantizer("qsgd:3", seed=2 * SEED + 1)
     w, velocity = fed.init.clone(), torch.zeros_like(fed.init)
     hidden = {0.0: w.clone()}                       # the hidden state clients start from, by start time
+    upload_error = buffer_error = 0.0               # the channel's relative errors, summed
     batches = {}
     for started, client in sorted({(c.started, c.client) for c in out["schedule"].contacts}):
         batches[(client, started)] = ref.streams.take(client, K)
@@ -145,6 +146,8 @@ def test_qafel_matches_reference(hidden_state):
         deltas = torch.stack([hidden[c.started] - ref.train(hidden[c.started], batches[(c.client, c.started)], K, LR)
                               for c in group])
         received = q_c.roundtrip(deltas).double()
+        upload_error += float(sum((r - d).square().sum() / d.square().sum() for r, d in zip(received, deltas)))
+        buffer_error += float((received - deltas).sum(0).square().sum() / deltas.sum(0).square().sum())
         g = sum(received[i] / math.sqrt(1 + c.staleness) for i, c in enumerate(group))
         velocity = 0.3 * velocity + g
         w = w - 0.7 * velocity
@@ -156,6 +159,8 @@ def test_qafel_matches_reference(hidden_state):
     d = fed.init.numel()
     assert out["broadcasts"] == steps and out["bytes_down"] == steps * q_s.nbytes(d)
     assert out["bytes_up"] == steps * 2 * q_c.nbytes(d)
+    assert out["upload_error"] == pytest.approx(upload_error, rel=1e-9) and upload_error > 0
+    assert out["buffer_error"] == pytest.approx(buffer_error, rel=1e-9) and buffer_error > 0
 
 
 def test_qafel_with_exact_quantizers_is_fedbuff():
@@ -163,6 +168,7 @@ def test_qafel_with_exact_quantizers_is_fedbuff():
     a = run("qafel", fed_a, client_quantizer="identity", server_quantizer="identity", concurrency=4)
     b = run("fedbuff", fed_b, concurrency=4)
     torch.testing.assert_close(a["model"], b["model"], **TOL)
+    assert a["upload_error"] == 0 == a["buffer_error"] and "upload_error" not in b
 
 
 def test_fedavg_matches_reference():

@@ -569,3 +569,18 @@ def test_a_planted_cifar_pickle_runs_nothing(tmp_path):
     good.write_bytes(pickle.dumps(want, protocol=2))
     got = _unpickle(good)
     assert np.array_equal(got[b"data"], want[b"data"]) and got[b"labels"] == [3, 1]
+
+
+def test_first_present_prefers_what_is_here_and_else_the_first_name(tmp_path):
+    from afl.data import first_present
+    from afl.data.files import _expected
+    assert first_present(("cifar10", "mnist"), root=tmp_path) == "cifar10"        # nothing here: the first
+    for rel in _expected(registry.SOURCES["mnist"], None):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).mkdir() if rel.endswith("/") else (tmp_path / rel).write_bytes(b"")
+    assert first_present(("cifar10", "mnist"), root=tmp_path) == "mnist"
+    assert first_present(("fashion-mnist", "cifar10"), root=tmp_path) == "fashion-mnist"
+    with pytest.raises(ParameterError, match="dataset='cifar11'"):
+        first_present(("cifar11",), root=tmp_path)
+    with pytest.raises(ParameterError, match="names"):
+        first_present((), root=tmp_path)

@@ -116,3 +116,16 @@ def test_cells_are_marked_as_nbgrader_reads_them():
     assert marked["answer-1"]["solution"] and marked["answer-1"]["grade"]
     assert all(not c.get("outputs") for c in nb.cells)
     assert "(exercise)" in nb.cells[0].source.splitlines()[0]
+
+
+def test_the_course_map_counts_each_assessment_right():
+    """The six-week plan's "(N checks, M written answers)" are the graded cells nbgrader_source marks."""
+    import re
+    plan = (ROOT / "notebooks" / "README.md").read_text()
+    for name in ASSIGNMENTS:
+        _, nb = nbgrader_source.assignment(EXERCISES / f"{name}_sol.ipynb")
+        ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        checks = sum(i.startswith("check_") for i in ids)
+        answers = sum(i.startswith("answer-") for i in ids)
+        said = re.search(rf"`exercises/{name}_ex` \((\d+) checks, (\d+) written answers\)", plan)
+        assert said and (int(said[1]), int(said[2])) == (checks, answers), name

@@ -2,19 +2,30 @@
 changes from run to run (execution timestamps, widget state, kernel versions). ``--check`` only checks that
 every notebook is executed and clean; the test suite runs that check.
 
+Each execution's wall time, top to bottom with the default (quick) settings, is recorded in
+``notebooks/run-times.json`` with the machine's cores; the course map's run-time table (between its
+``run-times`` markers) is written from it, and ``--check`` fails when the table does not say what the file holds.
+
     python tools/execute_notebooks.py notebooks/*.ipynb          # make notebook-outputs
     python tools/execute_notebooks.py --check notebooks/*.ipynb
 """
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 
 VOLATILE_CELL_KEYS = ("execution",)                       # nbclient's per-cell timestamps
 VOLATILE_NB_KEYS = ("widgets",)                           # ipywidgets state: meaningless without a kernel
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+TIMES = NOTEBOOKS / "run-times.json"
+COURSE_MAP = NOTEBOOKS / "README.md"
+MARKERS = ("<!-- run-times: written by tools/execute_notebooks.py -->", "<!-- end run-times -->")
 
 
 def clean(nb) -> None:
@@ -43,13 +54,45 @@ def problems(nb) -> list[str]:
     return out
 
 
-def execute(path: Path, timeout: int) -> None:
+def execute(path: Path, timeout: int) -> float:
+    """Run ``path`` top to bottom in place; returns the wall seconds it took."""
     from nbclient import NotebookClient
     nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
     NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
                    record_timing=False).execute()
+    seconds = time.perf_counter() - start
     clean(nb)
     nbformat.write(nb, path)
+    return seconds
+
+
+def record_time(path: Path, seconds: float) -> None:
+    from afl.runtime import available_cores
+    times = json.loads(TIMES.read_text()) if TIMES.is_file() else {}
+    times[path.resolve().relative_to(NOTEBOOKS).as_posix()] = {
+        "seconds": round(seconds, 1), "cores": available_cores(), "date": time.strftime("%Y-%m-%d")}
+    TIMES.write_text(json.dumps(dict(sorted(times.items())), indent=1) + "\n")
+
+
+def run_time_table() -> str:
+    """The course map's table of measured run times, from notebooks/run-times.json."""
+    times = json.loads(TIMES.read_text())
+    rows = ["| notebook | runs top to bottom in | measured on |", "|---|---|---|"]
+    for name, t in times.items():
+        s = t["seconds"]
+        took = f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
+        rows.append(f"| `{name.removesuffix('.ipynb')}` | {took} | {t['cores']} cores, {t['date']} |")
+    return "\n".join(rows) + "\n"
+
+
+def course_map_text() -> str:
+    """The course map with its run-time table rewritten from notebooks/run-times.json."""
+    text = COURSE_MAP.read_text()
+    pattern = re.compile(re.escape(MARKERS[0]) + r"\n.*?" + re.escape(MARKERS[1]), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"{COURSE_MAP}: the markers {MARKERS} are missing")
+    return pattern.sub(lambda m: f"{MARKERS[0]}\n{run_time_table()}{MARKERS[1]}", text)
 
 
 def main(argv=None) -> int:
@@ -62,13 +105,22 @@ def main(argv=None) -> int:
     for path in args.notebooks:
         if not args.check:
             print(f"executing {path} ...", flush=True)
-            execute(path, args.timeout)
+            seconds = execute(path, args.timeout)
+            record_time(path, seconds)
+            print(f"  {seconds:.0f} s", flush=True)
         found = problems(nbformat.read(path, as_version=4))
         bad += bool(found)
         for msg in found:
             print(f"{path}: {msg}", file=sys.stderr)
     if bad:
         print(f"{bad} notebook(s) not executed or not clean: run `make notebook-outputs`", file=sys.stderr)
+    if args.check:
+        if COURSE_MAP.read_text() != course_map_text():
+            print(f"{COURSE_MAP}: its run-time table is not what {TIMES.name} holds: run `make notebook-outputs` "
+                  "(or tools/execute_notebooks.py on one notebook)", file=sys.stderr)
+            bad += 1
+    else:
+        COURSE_MAP.write_text(course_map_text())
     return 1 if bad else 0
 
 

@@ -14,7 +14,11 @@ quantization error of one broadcast is corrected by the next instead of accumula
 and clients start from that decoded model, so every broadcast's error stays in the clients' start.
 
 Costs: each upload is one ``Q_c`` message, each server step one ``Q_s`` broadcast (``bytes_down`` counts it
-once, as the paper's "MB broadcasted"); ``broadcasts`` counts them. Quantizers are specs of
+once, as the paper's "MB broadcasted"); ``broadcasts`` counts them. The client channel's relative errors are
+summed into two counters: ``upload_error``, each upload's ``|Q_c(Delta) - Delta|^2 / |Delta|^2``, and
+``buffer_error``, each buffer's ``|sum_j (Q_c(Delta_j) - Delta_j)|^2 / |sum_j Delta_j|^2`` (unweighted): what
+the server's step receives wrong. Differences of a curve's counters give their means over a window
+(:func:`afl.repro.qafel.channel_errors`). Quantizers are specs of
 :func:`afl.compress.make_quantizer` (per-tensor ones get the model's shapes); client and server draw their
 randomness from generators seeded from the run's seed.
 """
@@ -51,7 +55,8 @@ class QAFeL(FedBuff):
         self.q_server = make_quantizer(cfg.server_quantizer, seed=2 * fed.seed + 1, shapes=shapes)
         self.hidden_state = cfg.hidden_state
         self.hidden = self.w.clone()
-        history.counters.setdefault("broadcasts", 0)
+        for name in ("broadcasts", "upload_error", "buffer_error"):
+            history.counters.setdefault(name, 0)
 
     def message_bytes(self) -> int:
         return self.q_client.nbytes(self.w.numel())
@@ -60,7 +65,11 @@ class QAFeL(FedBuff):
         return self.hidden
 
     def received(self, updates):
-        return self.q_client.roundtrip(updates).to(updates.dtype)
+        decoded = self.q_client.roundtrip(updates).to(updates.dtype)
+        error, c = decoded - updates, self.history.counters
+        c["upload_error"] += float((error.square().sum(1) / updates.square().sum(1).clamp_min(1e-30)).sum())
+        c["buffer_error"] += float(error.sum(0).square().sum() / updates.sum(0).square().sum().clamp_min(1e-30))
+        return decoded
 
     def after_step(self) -> None:
         q, c = self.q_server, self.history.counters

@@ -147,6 +147,21 @@ def locate(name: str, root=None, download: bool | None = None, checksums: dict |
     return Located(name, found, md5)
 
 
+def first_present(names, root=None) -> str:
+    """The first of ``names`` whose files are all on this machine (found, never downloaded; MD5s checked when
+    loaded), else the first name (which a load then downloads, if it can): a notebook prefers a local mirror's
+    copy and falls back on a dataset ``afl data download`` fetches."""
+    if not names:
+        raise ParameterError("names", names, "at least one dataset name")
+    for name in names:
+        if name not in SOURCES:
+            raise ParameterError("dataset", name, "one of " + ", ".join(DATASET_NAMES))
+        expected = _expected(SOURCES[name], None)
+        if any(all(_present(r, rel) for rel in expected) for r, _ in data_roots(root)):
+            return name
+    return names[0]
+
+
 def _missing_message(source: Source, expected, roots, reason) -> str:
     best = max(roots, key=lambda rw: sum(_present(rw[0], rel) for rel in expected))[0]
     missing = [rel for rel in expected if not _present(best, rel)]

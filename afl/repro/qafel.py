@@ -11,14 +11,17 @@ paper's Example B.1 instead (what its theory assumes; other message sizes).
 Protocol (App. D and the authors' FLSim fork): clients arrive at a constant rate (100 per time unit; Fig. 3:
 the rate that gives 100 / 500 / 1000 clients in training), each trains one local epoch of its 1-32 images
 (one step of batch 32) for a HalfNormal(1) duration; client lr 4.7e-6, server SGD lr 1000 with momentum 0.3
-on the *sum* of a buffer of K = 10 updates; staleness weight 1/sqrt(1 + tau) only in Fig. 3. The metric is
-the number of uploads until the validation accuracy first reaches the target (90 % on CelebA).
+on the *sum* of a buffer of K = 10 updates; a staleness weight only in Fig. 3 (FLSim's sqrt(2 / (1 + tau)); the
+paper's form, 1/sqrt(1 + tau), as ``staleness="sqrt"``). The metric is the number of uploads until the
+validation accuracy first reaches the target (90 % on CelebA).
 
 Data: the paper's LEAF CelebA (smiling or not) where the user has it (``dataset="celeba"``: LEAF's 84x84 images
 resized to 32x32, one user per celebrity). Offline, ``dataset="cifar10-jpeg"`` is the substitute that keeps
 the model and its byte counts exact: CIFAR-10 (the lossy JPEG copy) at 32x32, vehicles vs animals, split into
 LEAF-like users of 1-32 images whose images share few original classes (as a person's photos share a face:
-Dirichlet(alpha) over the ten original classes). Every result names the dataset it ran on. A user's local
+Dirichlet(alpha) over the ten original classes); ``dataset="cifar10"`` is the same task on torchvision's CIFAR-10,
+which ``afl data download cifar10`` fetches (notebook 03's live race takes it where the mirror's copy is absent).
+Every result names the dataset it ran on. A user's local
 epoch is one step on a batch of 32 drawn from its shuffled epochs (:mod:`afl.streams`), so users with fewer
 than 32 images repeat some of them within the step.
 """
@@ -157,7 +160,7 @@ FIG3_METHODS = ("fedbuff", "qafel_c4_s4")
 _ROW = re.compile(r"^(?:fedbuff|(qafel|nohidden)_c([248])_s([248]|topk))$")
 #: CIFAR-10's classes airplane, automobile, bird, cat, deer, dog, frog, horse, ship, truck -> vehicle (1) or not
 VEHICLES = (1, 1, 0, 0, 0, 0, 0, 0, 1, 1)
-DATASETS = ("cifar10-jpeg", "celeba")
+DATASETS = ("cifar10-jpeg", "cifar10", "celeba")
 
 
 @dataclass(frozen=True)
@@ -286,8 +289,8 @@ def load_task(cfg: QafelSetting, root=None, device="cpu") -> Dataset:
                                                           antialias=True, align_corners=False)
         data = replace(data, train_x=small(data.train_x), test_x=small(data.test_x), name="celeba-32")
     else:
-        data = load_dataset("cifar10-jpeg", root=root, device=device, normalize=False)
-        data = data.relabel(VEHICLES, name="cifar10-jpeg vehicles vs animals")
+        data = load_dataset(cfg.dataset, root=root, device=device, normalize=False)
+        data = data.relabel(VEHICLES, name=f"{cfg.dataset} vehicles vs animals")
     n = data.n_test if cfg.validation is None else check_int(
         "validation", cfg.validation, 1, data.n_test, hint=f"at most the {data.n_test} test images, or None for all")
     return replace(data, train_x=data.train_x * 2 - 1, test_x=data.test_x[:n] * 2 - 1, test_y=data.test_y[:n],
@@ -329,6 +332,19 @@ def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: i
                uploads_to_target=uploads[-1] if reached is not None else None,
                broadcasts_to_target=out["curve"]["server_steps"][-1] if reached is not None else None)
     return out
+
+
+def channel_errors(run: dict) -> dict:
+    """A QAFeL run's client-channel errors between its curve's points (:mod:`afl.algorithms.qafel`'s counters):
+    ``uploads`` (each window's end), ``upload`` (the mean of ``|Q_c(Delta) - Delta|^2 / |Delta|^2`` over the
+    window's uploads) and ``buffer`` (the mean over its server steps of the buffer sum's relative error)."""
+    c = run["curve"]
+    check("upload_error" in c, "run", run.get("method"), "a QAFeL run (its curve holds the channel's errors)")
+    ups, steps = np.diff(c["uploads"]), np.diff(c["server_steps"])
+    keep = (ups > 0) & (steps > 0)
+    return {"uploads": list(np.asarray(c["uploads"][1:])[keep]),
+            "upload": list(np.diff(c["upload_error"])[keep] / ups[keep]),
+            "buffer": list(np.diff(c["buffer_error"])[keep] / steps[keep])}
 
 
 def run_key(run: dict) -> tuple:
