@@ -354,7 +354,8 @@ def show(**knobs):
     plt.show()
 
 
-panel(show, controls, rows=[list(controls)[:3], list(controls)[3:]], run_button=True, seconds="15 s on two cores")
+panel(show, controls, rows=[list(controls)[:3], list(controls)[3:]], run_button=True,
+      seconds="3 s on two cores at the first values")
 
 # %% [markdown]
 # ## 4. Paper scale: our Table 2 beside the paper's

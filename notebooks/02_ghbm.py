@@ -257,7 +257,7 @@ race_knobs = {"tau": widgets.IntSlider(value=10, min=1, max=40, description="τ"
               "beta": widgets.FloatSlider(value=0.9, min=0.0, max=0.95, step=0.05, description="β",
                                           continuous_update=False),
               "alpha": widgets.Dropdown(options=[0.0, 0.1, 1.0, 10000.0], value=0.0, description="α")}
-panel(race, race_knobs, run_button=True, seconds="a minute on two cores")
+panel(race, race_knobs, run_button=True, seconds="about 45 s on two cores")
 
 # %% [markdown]
 # ## 4. Every method on one picture (Table 2)

@@ -148,7 +148,7 @@ knobs = {"buffer": widgets.IntSlider(value=1, min=1, max=8, description="buffer 
          "requests": widgets.IntSlider(value=32, min=8, max=64, step=8, description="requests R",
                                        continuous_update=False),
          "mnist_tasks": widgets.IntSlider(value=1, min=1, max=3, description="MNIST tasks", continuous_update=False)}
-panel(race, knobs, run_button=True, seconds="a minute or two on two cores")
+panel(race, knobs, run_button=True, seconds="about 30 s on two cores")
 
 # %% [markdown]
 # What to notice: FedAST's curves climb in small, frequent steps; Sync-ST's in fewer, larger ones, each after

@@ -30,6 +30,12 @@ STAGE = REPO / "build" / "book"
 PAPERS = (("FAVAS", "favas"), ("GHBM", "ghbm"), ("QAFeL", "qafel"), ("FedAST", "fedast"))
 
 
+def course_order(stem: str) -> tuple:
+    """Where notebook ``stem`` stands in the course map's order table (one not in it: after, by name)."""
+    order = re.findall(r"^\| \d+ \| `([\w/]+)` \|", (REPO / "notebooks" / "README.md").read_text(), re.M)
+    return (order.index(stem), stem) if stem in order else (len(order), stem)
+
+
 def stage() -> list:
     """Copy the pages into :data:`STAGE` and return the navigation."""
     shutil.rmtree(STAGE, ignore_errors=True)
@@ -45,7 +51,8 @@ def stage() -> list:
         _static_widgets(notebook)
     shutil.copytree(REPO / "results", src / "results",
                     ignore=shutil.ignore_patterns("*.partial.jsonl", "*.checkpoints", "gpu-queue-carry", "demo"))
-    walkthroughs = [{_title(f): f"notebooks/{f.name}"} for f in sorted((src / "notebooks").glob("0*.ipynb"))]
+    walkthroughs = [{_title(f): f"notebooks/{f.name}"}
+                    for f in sorted((src / "notebooks").glob("0*.ipynb"), key=lambda f: course_order(f.stem))]
     exercises = [{_title(f): f"notebooks/exercises/{f.name}"}
                  for f in sorted((src / "notebooks/exercises").glob("*_ex.ipynb"))]
     return [{"Home": "index.md"},
