@@ -6,6 +6,7 @@ student receives them) and grades every check full marks for the solutions and z
 answers left to the teacher (a blank's counted zero). The blanks run top to bottom without an error, each check
 saying "not done yet".
 """
+import os
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,11 @@ ASSIGNMENTS = sorted(p.name.removesuffix("_sol.ipynb") for p in EXERCISES.glob("
 
 
 def nbgrader(course: Path, *args: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True)
+    """``nbgrader ARGS`` in ``course``, with this environment's programs first on the PATH (nbgrader runs
+    ``alembic`` by name, and make calls the venv's Python without activating it)."""
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True,
+                          env=env)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -1,6 +1,7 @@
 """Write an nbgrader course from the solution notebooks, so that a teacher grades the exercises with nbgrader.
 
     python tools/nbgrader_source.py COURSE       # make nbgrader COURSE=DIR
+    . .venv/bin/activate                         # nbgrader runs `alembic` from the PATH
     cd COURSE && nbgrader generate_assignment 00_simulator     # release/00_simulator/00_simulator_ex.ipynb
     # students' notebooks in submitted/<student>/00_simulator/, then
     nbgrader autograde 00_simulator
@@ -109,8 +110,9 @@ def main(argv=None) -> int:
     except ValueError as err:
         print(f"nbgrader_source: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {len(files)} files to {args.course}: cd there, then `nbgrader generate_assignment NAME` for "
-          f"each of {', '.join(f.parent.name for f in files[1:])}")
+    print(f"wrote {len(files)} files to {args.course}: in an environment with afl and nbgrader (`. .venv/bin/activate`: "
+          f"nbgrader runs `alembic` from the PATH), cd there, then `nbgrader generate_assignment NAME` for each of "
+          f"{', '.join(f.parent.name for f in files[1:])}")
     return 0
 
 
