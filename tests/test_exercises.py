@@ -404,3 +404,27 @@ def test_verdicts_are_recorded_where_afl_verdicts_points_and_tallied(tmp_path, m
     assert f"{bob}:1 is not a verdict line" in capsys.readouterr().err
     assert main(["verdicts", str(tmp_path / "nobody.jsonl")]) == 2
     assert "FILE=" in capsys.readouterr().err
+
+
+def test_a_dependent_exercise_is_judged_with_the_reference_inside():
+    """contact_steps calls the student's expected_steps: a wrong helper must not make a right contact_steps wrong
+    (nor a right helper hide a wrong one); the verdict says what was swapped in."""
+    ns: dict = {}
+    exec("def expected_steps(mean, window, K):\n    return window / mean\n", ns)            # a wrong helper
+    exec(code_of(SOLUTIONS["check_contact_steps"]), ns)
+    verdict = CHECKS["check_contact_steps"](ns["contact_steps"], seed=0)
+    assert verdict.status == CORRECT and "reference answer for `expected_steps` inside" in verdict.message
+    assert ns["expected_steps"](2.0, 10.0, 3) == 5.0                                        # the student's, untouched
+    exec("def contact_steps(mean, K, n, s, interval):\n    return expected_steps(mean, interval, K)\n", ns)
+    verdict = CHECKS["check_contact_steps"](ns["contact_steps"], seed=0)
+    assert verdict.status == WRONG and "G ~ Geometric" in verdict.message
+    ns = {}
+    exec("def unseen_fraction(n, s, tau):\n    raise NotImplementedError\n", ns)              # a blank helper
+    exec(code_of(SOLUTIONS["check_smallest_tau"]), ns)
+    assert CHECKS["check_smallest_tau"](ns["smallest_tau"], seed=0).status == CORRECT
+
+
+def code_of(fn) -> str:
+    """The solution notebook's cell that defines ``fn``."""
+    return next(cell for sol in sorted(EXERCISES.glob("*_sol.py")) for cell in code_cells(sol)
+                if f"def {fn.__name__}(" in cell)

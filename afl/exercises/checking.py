@@ -18,7 +18,9 @@ none for the rest. Each verdict is appended to the file ``$AFL_VERDICTS`` names,
 
 An answer must be the student's own: a function of afl's, or one that calls the implementation the exercise asks
 for (``implementations``, found among the names the function's code uses, nested functions included), is refused
-in words. Messages name the paper's formula, never where afl computes it.
+in words. Messages name the paper's formula, never where afl computes it. An exercise that builds on an earlier
+one (``contact_steps`` calls the student's ``expected_steps``) is judged with afl's answer for the earlier one
+inside (``inner``), so that a mistake is reported where it is, and the verdict says so.
 
 Cases are fresh each call (``seed=None``) so that an answer cannot be fitted to them; tests pass a seed.
 """
@@ -135,6 +137,7 @@ class Exercise:
     hint: str = ""
     same: Callable[[Any, Any], bool] = close
     implementations: tuple[str, ...] = ()    # "module:name" of afl's code that computes the answer
+    inner: tuple[tuple[str, Callable], ...] = ()   # (name, afl's answer) of earlier exercises the answer may call
 
     def __call__(self, fn: Callable, seed: int | None = None) -> Verdict:
         """Check ``fn`` on fresh random cases (``seed`` fixes them), and record the verdict where
@@ -160,17 +163,37 @@ class Exercise:
         if borrowed:
             return self.verdict(ERROR, f"{self.function_name}: this check wants your own code, and your function "
                                        f"{borrowed}. Write it from the formula above.")
+        fn, swapped = self.with_inner(fn)
         rng = np.random.default_rng(seed)
         cases = list(self.cases(rng))
         try:
             for case in cases:
                 problem = self.problem(fn, case, rng)
                 if problem is not None:
-                    return problem
+                    return problem if not swapped else self.verdict(problem.status, problem.message + swapped)
         except Unfinished:
             return self.not_done()
         return self.verdict(CORRECT, f"Correct: `{self.function_name}` agrees with {self.source} on {len(cases)} "
-                                     "random cases.")
+                                     f"random cases.{swapped}")
+
+    def with_inner(self, fn: Callable) -> tuple[Callable, str]:
+        """``fn`` with the earlier exercises it calls by name (:attr:`inner`) bound to afl's answers, so that a
+        mistake in one of them is not blamed on this one; and the sentence that says so ('' when none is called)."""
+        code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+        if code is None or scope is None:
+            return fn, ""
+        names, stack = set(), [code]
+        while stack:
+            c = stack.pop()
+            names |= set(c.co_names)
+            stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        used = {name: ref for name, ref in self.inner if name in names}
+        if not used:
+            return fn, ""
+        bound = types.FunctionType(code, {**scope, **used}, fn.__name__, fn.__defaults__, fn.__closure__)
+        bound.__kwdefaults__ = fn.__kwdefaults__
+        listed = ", ".join(f"`{name}`" for name in used)
+        return bound, f"\n  (checked with the reference answer for {listed} inside: only this function is judged)"
 
     def not_done(self) -> Verdict:
         return self.verdict(NOT_DONE, f"{self.function_name}: not done yet. Write `{self.signature}` in the marked "

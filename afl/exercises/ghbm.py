@@ -101,6 +101,7 @@ check_smallest_tau = Exercise(
     name="check_smallest_tau", signature="smallest_tau(n, s, eps)", reference=_smallest_tau, cases=_tau_cases,
     source="the first τ at or below ε (GHBM Lemma 4.4)",
     implementations=("afl.theory.ghbm:unseen_fraction_moment",),
+    inner=(("unseen_fraction", unseen_fraction_moment),),
     hint="increase tau from 1 until unseen_fraction(n, s, tau) <= eps; the answer is that first tau.",
     mistakes=(
         Mistake(lambda n, s, eps: math.ceil(n / s),

@@ -62,6 +62,7 @@ check_contact_steps = Exercise(
     name="check_contact_steps", signature="contact_steps(mean, K, n, s, interval)", reference=contact_steps,
     cases=_contact_cases, source="the expected steps done between two contacts (FAVAS's server clock)",
     implementations=("afl.sim:contact_steps_pmf", "afl.sim:truncated_steps_stats"),
+    inner=(("expected_steps", expected_steps),),
     same=lambda got, expected: close(got, expected, rtol=1e-4),
     hint="average expected_steps(mean, g * interval, K) over G = g with P(G = g) = p (1 - p)^(g - 1), p = s / n; "
          "stop the sum when the remaining probability is negligible (or when every longer window reaches K).",
