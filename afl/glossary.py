@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .generated import between_markers
+
 
 @dataclass(frozen=True)
 class Symbol:
@@ -73,8 +75,7 @@ MARKERS = ("<!-- notation: written from afl.glossary -->", "<!-- end notation --
 
 def with_table(course_map: str) -> str:
     """``course_map`` (the text of ``notebooks/README.md``) with :func:`markdown` between its notation markers."""
-    start, end = course_map.index(MARKERS[0]) + len(MARKERS[0]), course_map.index(MARKERS[1])
-    return course_map[:start] + "\n" + markdown() + course_map[end:]
+    return between_markers(course_map, *MARKERS, markdown(), "notebooks/README.md has no notation markers")
 
 
 if __name__ == "__main__":          # python -m afl.glossary notebooks/README.md: rewrite the course map's table

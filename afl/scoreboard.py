@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar
 
+from .generated import between_markers
 from .stats import paired_ratio
 
 REPRODUCED, EXPLAINED, OPEN, NOT_RUN = "reproduced", "differs — explained", "differs — open", "not run"
@@ -400,12 +401,8 @@ def scoreboard(root: Path) -> tuple[str, dict[str, str]]:
 
 def readme_with(readme: str, summaries: dict[str, str]) -> str:
     """The top README with the summary lines between its markers (:data:`BEGIN`, :data:`END`)."""
-    if BEGIN not in readme or END not in readme:
-        raise ValueError(f"README.md has no scoreboard markers ({BEGIN} … {END})")
-    head, rest = readme.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    body = "\n".join(f"- **{name}**: {line}." for name, line in summaries.items())
-    return f"{head}{BEGIN}\n{body}\n{END}{tail}"
+    body = "".join(f"- **{name}**: {line}.\n" for name, line in summaries.items())
+    return between_markers(readme, BEGIN, END, body, "README.md has no scoreboard markers")
 
 
 def build(root: Path) -> dict[Path, str]:

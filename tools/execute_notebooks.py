@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -88,11 +87,8 @@ def run_time_table() -> str:
 
 def course_map_text() -> str:
     """The course map with its run-time table rewritten from notebooks/run-times.json."""
-    text = COURSE_MAP.read_text()
-    pattern = re.compile(re.escape(MARKERS[0]) + r"\n.*?" + re.escape(MARKERS[1]), re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{COURSE_MAP}: the markers {MARKERS} are missing")
-    return pattern.sub(lambda m: f"{MARKERS[0]}\n{run_time_table()}{MARKERS[1]}", text)
+    from afl.generated import between_markers
+    return between_markers(COURSE_MAP.read_text(), *MARKERS, run_time_table(), f"{COURSE_MAP} has no run-time markers")
 
 
 def main(argv=None) -> int:

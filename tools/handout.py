@@ -39,15 +39,22 @@ the same thing is refused. Cells after an unfinished exercise still run, with af
 """
 
 
-def handout(dest: Path) -> list[Path]:
-    """Write the hand-out into ``dest`` (new or empty, outside notebooks/); returns the files written."""
+def new_folder(dest: Path, name: str) -> Path:
+    """``dest`` resolved and created: a new or empty folder outside ``notebooks/`` (the answer key lives there),
+    else a ValueError naming the make variable ``name``."""
     dest = Path(dest).resolve()
     if dest == REPO / "notebooks" or (REPO / "notebooks") in dest.parents:
-        raise ValueError(f"HANDOUT={dest} is not allowed; expected a folder outside notebooks/ (the answer key "
+        raise ValueError(f"{name}={dest} is not allowed; expected a folder outside notebooks/ (the answer key "
                          "lives there)")
     if dest.exists() and any(dest.iterdir()):
-        raise ValueError(f"HANDOUT={dest} is not allowed; expected a new or empty folder (it holds files)")
+        raise ValueError(f"{name}={dest} is not allowed; expected a new or empty folder (it holds files)")
     dest.mkdir(parents=True, exist_ok=True)
+    return dest
+
+
+def handout(dest: Path) -> list[Path]:
+    """Write the hand-out into ``dest`` (new or empty, outside notebooks/); returns the files written."""
+    dest = new_folder(dest, "HANDOUT")
     written, listing = [], []
     for source in sorted(EXERCISES.glob("*_ex.ipynb")):
         nb = nbformat.read(source, as_version=4)

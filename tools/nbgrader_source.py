@@ -31,10 +31,10 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import handout  # noqa: E402
 import make_exercises  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-EXERCISES = REPO / "notebooks" / "exercises"
+EXERCISES = Path(__file__).resolve().parent.parent / "notebooks" / "exercises"
 CHECK_CALL = re.compile(r"^(check_\w+)\((\w+)\)\s*$")
 DEFINES = re.compile(r"^def (\w+)\(", re.M)
 CHECK_POINTS, ANSWER_POINTS = 2, 1
@@ -84,13 +84,8 @@ def assignment(sol: Path):
 
 def write(course: Path) -> list[Path]:
     """Write the course into ``course`` (new or empty, outside notebooks/); returns the files written."""
-    course = Path(course).resolve()
-    if course == REPO / "notebooks" or (REPO / "notebooks") in course.parents:
-        raise ValueError(f"COURSE={course} is not allowed; expected a folder outside notebooks/")
-    if course.exists() and any(course.iterdir()):
-        raise ValueError(f"COURSE={course} is not allowed; expected a new or empty folder (it holds files)")
+    course = handout.new_folder(course, "COURSE")
     written = [course / "nbgrader_config.py"]
-    course.mkdir(parents=True, exist_ok=True)
     written[0].write_text(CONFIG)
     for sol in sorted(EXERCISES.glob("*_sol.ipynb")):
         name, nb = assignment(sol)

@@ -103,6 +103,11 @@ def _present(root: Path, rel: str) -> bool:
     return p.is_dir() if rel.endswith("/") else p.is_file()
 
 
+def _holding(roots, expected) -> Path | None:
+    """The first of ``roots`` (``(path, why)`` pairs) that holds every expected file, else None."""
+    return next((r for r, _ in roots if all(_present(r, rel) for rel in expected)), None)
+
+
 def _expected(source: Source, checksums: dict | None) -> dict[str, str | None]:
     exp = dict(source.files)
     for rel, m in (checksums or {}).items():
@@ -125,7 +130,7 @@ def locate(name: str, root=None, download: bool | None = None, checksums: dict |
     source = SOURCES[name]
     expected = _expected(source, checksums)
     roots = data_roots(root)
-    found = next((r for r, _ in roots if all(_present(r, rel) for rel in expected)), None)
+    found = _holding(roots, expected)
     if found is None:
         reason = "downloading is disabled (download=False or AFL_DOWNLOAD=0)"
         if download_allowed(download) and (source.archive or source.urls):
@@ -156,8 +161,7 @@ def first_present(names, root=None) -> str:
     for name in names:
         if name not in SOURCES:
             raise ParameterError("dataset", name, "one of " + ", ".join(DATASET_NAMES))
-        expected = _expected(SOURCES[name], None)
-        if any(all(_present(r, rel) for rel in expected) for r, _ in data_roots(root)):
+        if _holding(data_roots(root), _expected(SOURCES[name], None)) is not None:
             return name
     return names[0]
 

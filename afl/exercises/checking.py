@@ -182,11 +182,7 @@ class Exercise:
         code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
         if code is None or scope is None:
             return fn, ""
-        names, stack = set(), [code]
-        while stack:
-            c = stack.pop()
-            names |= set(c.co_names)
-            stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        names = {name for c in code_objects(code) for name in c.co_names}
         used = {name: ref for name, ref in self.inner if name in names}
         if not used:
             return fn, ""
@@ -206,10 +202,7 @@ class Exercise:
             return "is afl's own"
         targets = {id(_resolve(path)): path.split(":")[1] for path in self.implementations}
         code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-        stack = [code] if code is not None else []
-        while stack:
-            c = stack.pop()
-            stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        for c in code_objects(code):
             for name in c.co_names:
                 obj = scope.get(name)
                 found = [obj] + ([getattr(obj, attr, None) for attr in c.co_names]
@@ -252,6 +245,15 @@ class Exercise:
         text = (f"Not yet right: {call_text(self.function_name, case)}\n"
                 f"  returned {show(got)}{shape}\n  expected {show(expected)}{extra}")
         return self.verdict(WRONG, text + (f"\n  Hint: {hint}" if hint else ""))
+
+
+def code_objects(code: types.CodeType | None):
+    """``code`` and every function nested in it (none for None)."""
+    stack = [code] if code is not None else []
+    while stack:
+        c = stack.pop()
+        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        yield c
 
 
 def _resolve(path: str):
