@@ -97,6 +97,10 @@ class FlatModel:
             self.shapes.append(tuple(p.shape))
             self.numels.append(p.numel())
         self.size = sum(self.numels)
+        #: whether training draws random numbers (a dropout layer, or a module with a ``dropout`` rate above 0)
+        self.random = any(m.p > 0 if isinstance(m, nn.modules.dropout._DropoutNd)
+                          else isinstance(getattr(m, "dropout", 0), (int, float)) and getattr(m, "dropout", 0) > 0
+                          for m in module.modules())
 
     def flatten(self, module: nn.Module | None = None) -> Tensor:
         """The parameters of ``module`` (default: the template) as a ``(P,)`` tensor."""
@@ -378,7 +382,8 @@ class LocalSGD:
     # -- public --------------------------------------------------------------------------------------
     def run(self, start: Tensor, batches: Tensor, steps, lr, weight_decay=0.0, *,
             hook: Correction | None = None, state: dict[str, Tensor] | None = None,
-            groups: Sequence[HookGroup] | None = None, generator: torch.Generator | None = None) -> Tensor:
+            groups: Sequence[HookGroup] | None = None, generator: torch.Generator | None = None,
+            seed: int | None = None) -> Tensor:
         """Train C clients; return their final parameters ``(C, P)``.
 
         ``start`` ``(C, P)``; ``batches`` ``(C, S, B)`` train indices (client c uses ``batches[c, t]`` at
@@ -386,8 +391,15 @@ class LocalSGD:
         ``steps`` ``(C,)`` integers in ``[0, S]``; ``lr`` and ``weight_decay`` scalars or ``(C,)``; ``state``
         per-client ``(C, P)`` tensors handed to ``hook`` and updated in place. ``groups`` instead of ``hook`` and
         ``state``: clients with different hooks in one call (:class:`HookGroup`; their gradients are computed
-        together, each hook corrects its own rows).
+        together, each hook corrects its own rows). ``seed``: dropout draws its masks from torch's global generator;
+        with a seed, that generator is seeded for this call and restored after, so that a run's masks do not depend
+        on what ran before it in the process.
         """
+        if seed is not None:
+            with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+                torch.manual_seed(seed)
+                return self.run(start, batches, steps, lr, weight_decay, hook=hook, state=state, groups=groups,
+                                generator=generator)
         C, P = start.shape
         check(P == self.model.size, "start", tuple(start.shape), f"(C, {self.model.size})")
         check(batches.shape[:1] + batches.shape[2:] in ((C, self.batch_size), (C, self.batch_size, 2)),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -49,12 +50,13 @@ class _Pending:
 class Job(_Pending):
     """One client's local training; ``result()`` returns its final parameters ``(P,)``."""
 
-    __slots__ = ("client", "start", "steps", "lr", "weight_decay", "batches", "hook", "state")
+    __slots__ = ("client", "start", "steps", "lr", "weight_decay", "batches", "hook", "state", "seed")
 
-    def __init__(self, queue, client, start, steps, lr, weight_decay, batches, hook, state):
+    def __init__(self, queue, client, start, steps, lr, weight_decay, batches, hook, state, seed=None):
         super().__init__(queue)
         self.client, self.start, self.steps, self.lr = client, start, steps, lr
         self.weight_decay, self.batches, self.hook, self.state = weight_decay, batches, hook, state
+        self.seed = seed                # dropout's seed, from the run's generator (None: the model draws nothing)
 
     def result(self) -> Tensor:
         return self._get()
@@ -128,7 +130,8 @@ class JobQueue:
         batches = batches[:steps]
         if self.engine.augment and batches.dim() == 2:
             batches = torch.stack([batches, augment_noise(tuple(batches.shape), self.generator)], dim=-1)
-        job = Job(self, client, start, steps, lr, weight_decay, batches, hook, state)
+        seed = int(torch.randint(2 ** 31, (1,), generator=self.generator)) if self.engine.model.random else None
+        job = Job(self, client, start, steps, lr, weight_decay, batches, hook, state, seed)
         self.pending.append(job)
         _enlist(self)
         return job
@@ -241,8 +244,10 @@ def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
         kinds.setdefault((j.hook, tuple(sorted(j.state or {}))), []).append(i)
     groups = [HookGroup(rows, hook, {k: torch.stack([jobs[i].state[k] for i in rows]) for k in names})
               for (hook, names), rows in kinds.items()]
+    seeds = [j.seed for j in jobs if j.seed is not None]     # one seed from the jobs' own: the same call, the same masks
+    seed = int(np.random.SeedSequence(seeds).generate_state(1)[0]) if seeds else None
     out = engine.run(start, batches, [j.steps for j in jobs], [j.lr for j in jobs],
-                     [j.weight_decay for j in jobs], groups=groups)
+                     [j.weight_decay for j in jobs], groups=groups, seed=seed)
     for group in groups:
         for row, i in enumerate(group.rows):
             for k, s in group.state.items():

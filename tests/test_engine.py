@@ -271,6 +271,25 @@ def test_job_queue_is_lazy_and_equals_direct_run():
     torch.testing.assert_close(torch.stack([j.result() for j in jobs]), direct)
 
 
+def test_dropout_masks_come_from_the_runs_own_generator():
+    """A model with dropout draws its masks from torch's global generator; a queue seeds it from its own, so the
+    same seed gives the same models whatever ran before in the process, and another seed other models."""
+    data, parts = Tiny((3, 2, 2)), [torch.arange(i * 24, (i + 1) * 24) for i in range(4)]
+
+    def train(seed, disturb):
+        torch.manual_seed(1)
+        module = nn.Sequential(nn.Flatten(), nn.Linear(12, 16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 4)).double()
+        engine = LocalSGD(module, data, 8)
+        assert engine.model.random and not LocalSGD(mlp(), data, 8).model.random
+        queue = JobQueue(engine, ClientStreams(parts, 8, seed=seed))
+        torch.manual_seed(disturb)                            # whatever ran before
+        w0 = FlatModel(module).flatten()
+        return torch.stack([queue.submit(c, w0, steps=3, lr=0.5).result() for c in range(4)])
+
+    torch.testing.assert_close(train(0, disturb=5), train(0, disturb=6))
+    assert not torch.allclose(train(0, disturb=5), train(1, disturb=5))
+
+
 def test_a_flush_trains_its_jobs_chunk_by_chunk_and_a_failure_stays_with_its_queue():
     """Jobs beyond one engine chunk are stacked a chunk at a time (bounded memory) with the numbers of one call;
     a queue whose job fails in a later chunk fails alone: the jobs trained before keep their results."""
