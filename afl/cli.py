@@ -185,11 +185,12 @@ def _queue(args) -> int:
             print(json.dumps(rows, indent=1))
             return 0
         for r in rows:
-            print(f"{r['name']}: {r['minutes']:.1f} min, {r['client_steps']:,} client steps, largest checkpoint "
+            minutes = "? min" if r["minutes"] is None else f"{r['minutes']:.1f} min"
+            print(f"{r['name']}: {minutes}, {r['client_steps']:,} client steps, largest checkpoint "
                   f"{r['checkpoint_mb'] or '?'} MB\n    {r['command']}\n    {r['status']}")
         print(f"\nminutes: on one H100, client steps over these rates (client-steps/s):")
         for (model, width), (rate, basis) in (rates or queue.RATES).items():
-            print(f"  {model} at {width} clients a call: {rate:,.0f} ({basis})")
+            print(f"  {model} at {width} {'run(s)' if ' ' in model else 'clients a call'}: {rate:,.0f} ({basis})")
         return 0
     reports = queue.visit([queue.find(n) for n in args.entries], args.minutes, Path(args.out), device=args.device,
                           rates=rates, pack=Path(args.pack) if args.pack else None, data_root=Path(args.data_root),

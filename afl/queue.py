@@ -19,6 +19,7 @@ the invocations, their data and their estimates are ready here, and a visit runs
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import lzma
@@ -29,7 +30,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import ParameterError, check, check_real
@@ -73,11 +74,27 @@ CHECKPOINT_MB = {("cnn-cifar", "fedavg"): 6.7, ("cnn-cifar", "fedcm"): 9.9, ("cn
                  ("cnn-cifar", "localghbm"): 325.9, ("cnn-cifar", "fedhbm"): 325.9}
 
 
+#: what measures the rate of an entry that has none yet: a minute of its own runs on the GPU
+UNMEASURED = "waits for its rate"
+RATE_PROBE = "a visit (afl queue run: a short run of the entry itself on the GPU, when its turn comes)"
+#: FedAST's Fig. 7 in the paper (a reference, not ours): FedAST's last task finishes at 619, 40.1 % sooner than
+#: Sync-ST's. Its entries stop at 1.5 times these (``total_time``): a run as slow as the paper's by half still ends.
+FIG7_PAPER_FINISH = {"fedast": 619.0, "sync-st": 619.0 / (1 - 0.401)}
+FIG7_HORIZON = 1.5
+#: time units of a Fig. 7 run that measure its entry's rate: its first server steps, all four tasks training (the
+#: cheap MNIST model among them, so the rate is a little above the whole run's, whose end trains CIFAR-10 and
+#: Shakespeare alone; the run's deadline stops it cleanly where the estimate falls short)
+FIG7_PROBE_TIME = 40.0
+#: minutes a visit keeps for measuring an entry's rate (a Fig. 7 probe: the process, four datasets, 40 time units)
+MEASURE_MIN = 2.0
+
 @dataclass(frozen=True)
 class Entry:
     """One invocation: ``afl repro <experiment> --seeds S --set <sets> --device cuda``, written to ``results/<dest>``;
-    ``datasets``: what it loads; ``width``: clients per engine call (the rate's key); ``waits_for``: why it cannot
-    run yet."""
+    ``datasets``: what it loads; ``model`` and ``width``, the key of its rate: the model and clients per engine call
+    (a FedAST entry: the experiment and method, and its runs; its calls' widths follow the schedule); ``waits_for``:
+    why it cannot run yet; ``probe``: the ``--set`` fields of a short run of it that measures its rate on the GPU
+    (:func:`measure_rate`), for an entry :data:`RATES` has no rate for."""
 
     name: str
     experiment: str
@@ -88,6 +105,7 @@ class Entry:
     datasets: tuple
     note: str = ""
     waits_for: str = ""
+    probe: dict = field(default_factory=dict, compare=False)
 
     @property
     def argv(self) -> list[str]:
@@ -95,23 +113,26 @@ class Entry:
                 for a in ("--set", f"{k}={','.join(v) if isinstance(v, tuple) else v}")]
         return ["repro", self.experiment, "--seeds", str(self.sets["seeds"]), *sets, "--device", "cuda"]
 
+    def setting(self):
+        """The experiment's paper-scale setting with the entry's ``--set`` fields."""
+        from .repro import fedast, ghbm
+        module = fedast if self.experiment.startswith("fedast") else ghbm
+        return module.setting(self.experiment, quick=False, **{k: v for k, v in self.sets.items() if k != "seeds"})
+
     def client_steps(self) -> int:
-        """Client steps of the whole invocation, from the experiment's setting (GHBM's: rounds x clients a round x
-        local steps, per method, split and seed)."""
-        from .repro import ghbm
-        overrides = {k: v for k, v in self.sets.items() if k != "seeds"}
-        cfg = ghbm.setting(self.experiment, quick=False, **overrides)
-        seeds = self.sets.get("seeds", cfg.seeds)
-        per_run = {m: cfg.rounds * cfg.local_steps * (cfg.clients if m == "fedcm-full" else cfg.per_round)
-                   for m in cfg.methods}
-        return sum(per_run.values()) * len(cfg.splits) * seeds
+        """Client steps of the whole invocation, from the experiment's setting (:func:`_client_steps`)."""
+        return _client_steps(self)
 
     def rate(self, rates: dict | None = None) -> tuple[float, str]:
         rates = rates or RATES
         key = (self.model, self.width)
-        check(key in rates, "rates", key, "a rate for every entry's (model, clients per call): " + ", ".join(
-            map(str, rates)))
+        check(key in rates, "rates", key, f"a measured rate for every entry's key ({RATE_PROBE} measures one): " +
+              ", ".join(map(str, rates)))
         return rates[key]
+
+    def measured(self, rates: dict | None = None) -> bool:
+        """Whether its rate has been measured (:data:`RATES`, or a visit's rates.json)."""
+        return (self.model, self.width) in (rates or RATES)
 
     def minutes(self, rates: dict | None = None) -> float:
         return self.client_steps() / self.rate(rates)[0] / 60
@@ -130,16 +151,36 @@ class Entry:
         return REPO / "results" / self.dest / f"{self.experiment}.json"
 
     def status(self, rates: dict | None = None) -> str:
-        """``done`` (its result is committed), ``waits for ...``, ``pending`` (fits one call, or goes on over several
-        from carried checkpoints) or ``needs a faster engine`` (longer than a call, checkpoints too big to carry)."""
+        """``done`` (its result is committed), ``waits for ...`` (a reason, or its rate), ``pending`` (fits one call,
+        or goes on over several from carried checkpoints) or ``needs a faster engine`` (longer than a call,
+        checkpoints too big to carry)."""
         if self.result().is_file():
             return "done"
         if self.waits_for:
             return f"waits for {self.waits_for}"
+        if not self.measured(rates):
+            return f"{UNMEASURED}, which {RATE_PROBE} measures"
         if self.minutes(rates) > CALL_MINUTES and not self.carried():
-            return (f"needs a faster engine: {self.minutes(rates):.0f} minutes > a call's {CALL_MINUTES:.0f}, and a "
-                    f"{self.checkpoint_mb()} MB checkpoint cannot come back")
+            mb = self.checkpoint_mb()
+            why = "no checkpoint of its runs is known to come back" if mb is None else f"a {mb} MB checkpoint cannot come back"
+            return f"needs a faster engine: {self.minutes(rates):.0f} minutes > a call's {CALL_MINUTES:.0f}, and {why}"
         return "pending"
+
+
+@functools.lru_cache(maxsize=None)
+def _client_steps(entry: Entry) -> int:
+    """GHBM's: rounds x clients a round x local steps, per method, split and seed. FedAST's: planned from each run's
+    schedule without training until its horizon ``total_time`` (:func:`afl.repro.fedast.planned_client_steps`; a
+    run stops once every task reached its target, so one as fast as the paper's computes less)."""
+    cfg = entry.setting()
+    seeds = entry.sets.get("seeds", cfg.seeds)
+    if entry.experiment.startswith("fedast"):
+        from .repro.fedast import planned_client_steps
+        return sum(sum(planned_client_steps(cfg, taskset, method, cap, seed)) for seed in range(seeds)
+                   for taskset in cfg.tasksets for method in cfg.methods for cap in cfg.caps)
+    per_run = {m: cfg.rounds * cfg.local_steps * (cfg.clients if m == "fedcm-full" else cfg.per_round)
+               for m in cfg.methods}
+    return sum(per_run.values()) * len(cfg.splits) * seeds
 
 
 def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str = "", seeds: int = 1,
@@ -150,9 +191,21 @@ def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str 
     return Entry(name, "ghbm-table2", {"seeds": seeds} | sets, dest, model, width, (dataset,), note, waits_for)
 
 
+
+def _fedast_fig7(method: str, horizon: float) -> Entry:
+    """An entry of ``afl repro fedast-fig7``: the paper's four tasks, one method, one seed, stopped at ``horizon``."""
+    return Entry(f"fedast-fig7-{method}", "fedast-fig7", {"seeds": 1, "methods": (method,), "total_time": horizon},
+                 f"fedast/fig7/paper/{method}", f"fedast-fig7 {method}", 1,
+                 ("mnist", "fashion-mnist", "cifar10-jpeg", "shakespeare"), probe={"total_time": FIG7_PROBE_TIME},
+                 note=f"FedAST Fig. 7, the paper's four tasks, one seed, {method}, stopped at {horizon:g} time units "
+                      f"(the paper's finish times x {FIG7_HORIZON}; merge with --reuse into results/fedast/fig7/paper)")
+
+
 #: The queue, in the order it runs (issue 41): GHBM's CIFAR-10 headline row first (alpha = 0, one seed), at a tenth
 #: of the paper's rounds as one fleet; then GHBM's Shakespeare column on the paper's federation (issue 39: its main
-#: claim fits one visit), then CIFAR-10 at the paper's 20,000 rounds one method per entry (three visits each).
+#: claim fits one visit); FedAST's four-task Fig. 7 one method per entry (issue 40: its 40.1 % claim first, FedAST
+#: and Sync-ST; then static and the code's Realloc, App. D.6), then CIFAR-10 at the paper's 20,000 rounds one method
+#: per entry (three visits each).
 HEADLINE = ("fedavg", "fedcm", "ghbm", "localghbm", "fedhbm")
 #: GHBM's Shakespeare column (issue 39) in three invocations a split: the main claim's methods and the rates and
 #: momentum scales in question first, FedAvgM and SCAFFOLD (the issue's other rows), then the rest (FedCM with every
@@ -171,6 +224,8 @@ QUEUE: list[Entry] = [
                  "(merge them with --reuse into results/ghbm/shakespeare)")
       for part, methods, width in (("a", SHAKESPEARE_A, 100), ("c", SHAKESPEARE_C, 20), ("b", SHAKESPEARE_B, 160))
       for split in ("noniid", "iid")],
+    *[_fedast_fig7(m, round(FIG7_HORIZON * FIG7_PAPER_FINISH["sync-st" if m == "sync-st" else "fedast"]))
+      for m in ("fedast", "sync-st", "fedast-static", "fedast-code")],
     *[_ghbm(f"ghbm-cifar10-noniid-{m}", f"ghbm/cifar10/paper/{m}", note="GHBM Table 8, CIFAR-10 column, non-IID",
             splits=("noniid",), methods=(m,), eval_every=20)
       for m in ("fedavg", "fedhbm", "fedcm", "ghbm", "localghbm")],
@@ -193,21 +248,25 @@ def listing(rates: dict | None = None) -> list[dict]:
     """Every entry as a dict: the command, client steps, minutes on an H100 and the rate's basis, status."""
     rows = []
     for e in QUEUE:
-        rate, basis = e.rate(rates)
+        rate, basis = e.rate(rates) if e.measured(rates) else (None, f"not measured yet: {RATE_PROBE} measures it")
         rows.append({"name": e.name, "command": "afl " + " ".join(e.argv), "dest": f"results/{e.dest}",
                      "datasets": list(e.datasets), "client_steps": e.client_steps(), "clients_per_call": e.width,
-                     "minutes": round(e.minutes(rates), 2), "rate": rate, "rate_basis": basis,
+                     "minutes": round(e.minutes(rates), 2) if rate else None, "rate": rate, "rate_basis": basis,
                      "checkpoint_mb": e.checkpoint_mb(), "status": e.status(rates), "note": e.note})
     return rows
 
 
 def next_entries(minutes: float, rates: dict | None = None, skip=()) -> list[Entry]:
     """The pending entries, in queue order, that fit one after the other into ``minutes`` (after the visit's
-    overhead); the first pending entry that does not fit stops the list (the queue's order is kept). ``skip``: names
+    overhead); the first pending entry that does not fit, or whose rate is not measured, stops the list (the queue's
+    order is kept). ``skip``: names
     of entries to pass over (those a visit has already run: their results are not committed yet)."""
     left, out = minutes - OVERHEAD_MIN, []
     for e in QUEUE:
-        if e.name in skip or e.status(rates) != "pending":
+        status = "" if e.name in skip else e.status(rates)
+        if status.startswith(UNMEASURED):      # its turn: a visit measures its rate first (to_measure)
+            break
+        if status != "pending":
             continue
         need = e.minutes(rates)
         if need > left:
@@ -215,6 +274,17 @@ def next_entries(minutes: float, rates: dict | None = None, skip=()) -> list[Ent
         out.append(e)
         left -= need
     return out
+
+
+def to_measure(rates: dict | None = None, skip=()) -> Entry | None:
+    """The entry whose turn it is if its rate is not measured yet (:func:`next_entries` stops there), else None."""
+    for e in QUEUE:
+        status = "" if e.name in skip else e.status(rates)
+        if status.startswith(UNMEASURED):
+            return e
+        if status == "pending":
+            return None
+    return None
 
 
 # -- data that travels ----------------------------------------------------------------------------------------------
@@ -342,6 +412,27 @@ def run(entry: Entry, minutes: float, out: Path, device: str = "cuda", resume_fr
                        f"visit, 'afl queue run {entry.name}' goes on from those left on the machine")}
 
 
+def measure_rate(entry: Entry, device: str = "cuda", env: dict | None = None, timeout: float | None = None,
+                 argv: list[str] | None = None, work: Path | None = None) -> tuple[float, str]:
+    """The rate of ``entry`` on this machine: a short run of it (its ``probe`` fields), end to end (the process,
+    loading the data, warming up), client steps over wall seconds; ``timeout`` seconds at most. ``argv``: run this
+    instead (tests); ``work``: where the short run writes (default: a temporary folder, not the device call's
+    output, whose files are few)."""
+    check(bool(entry.probe) or argv is not None, "entry", entry.name, "an entry with probe fields, or a rate in "
+          "RATES")
+    short = replace(entry, sets=entry.sets | entry.probe)
+    work = Path(work or Path(os.environ.get("TMPDIR", "/tmp")) / "afl-queue") / f"rate-{entry.name}"
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "afl.cli", *(argv or short.argv), "--out", str(work)],
+                   env={**os.environ, **(env or {})}, check=True, timeout=timeout)
+    seconds = time.monotonic() - t0
+    runs = json.loads((work / f"{entry.experiment}.json").read_text())["runs"]
+    steps = sum(t["client_steps"] for r in runs for t in r["tasks"])
+    sets = " ".join(f"{k}={v}" for k, v in entry.probe.items())
+    return steps / seconds, (f"measured in a visit on {machine(device)}: a short run of the entry ({sets}), "
+                             f"{steps:,} client steps in {seconds:.1f} s end to end (afl queue run)")
+
+
 def load_rates(path: Path) -> dict:
     """:data:`RATES` with the rates measured since over them: a JSON list of ``{model, clients, rate, basis}``, or
     ``{"rates": [...]}`` (``tools/gpu_visit.py``'s rates.json)."""
@@ -361,9 +452,10 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
           pack: Path | None = None, data_root: Path = Path("/tmp/afl-data"), resume_from: Path | None = None,
           allow_partial: bool = False) -> list[dict]:
     """``afl queue run``: check the machine, unpack ``pack`` (its MD5s checked), then run ``entries`` (default: the
-    next that fit the ``minutes``; with ``allow_partial`` and none fitting, the next that goes on from carried
-    checkpoints) one after the other within the minutes, each from its carried archive if one is committed. Writes
-    ``out/queue-report.json``; returns each entry's report (:func:`run`)."""
+    next that fit the ``minutes``, measuring first the rate of an entry whose turn it is and that has none; with
+    ``allow_partial`` and none fitting, the next that goes on from carried checkpoints) one after the other within
+    the minutes, each from its carried archive if one is committed. Writes ``out/queue-report.json`` and the rates
+    it measured into ``out/rates.json`` (beside those there); returns each entry's report (:func:`run`)."""
     check_real("--minutes", minutes, 0, strict_low=True, hint="wall minutes this call may use")
     print(f"afl queue: on {machine(device)}", flush=True)
     t_end = time.monotonic() + minutes * 60
@@ -371,28 +463,56 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
     if pack is not None:
         env["AFL_DATA"] = str(unpack(pack, data_root))
         print(f"afl queue: data unpacked into {data_root}, MD5s checked", flush=True)
-    chosen = list(entries or next_entries(minutes, rates))
+    reports, ran = [], set()
+
+    def left() -> float:
+        return (t_end - time.monotonic()) / 60
+
+    def turns() -> list[Entry]:
+        """The queue's own order: rates measured where it is their turn, then the next entries that fit."""
+        nonlocal rates
+        while (e := to_measure(rates, skip=ran)) is not None and left() > MEASURE_MIN + OVERHEAD_MIN:
+            ran.add(e.name)                   # measured once, whatever happens
+            print(f"afl queue: {e.name} has no rate: measuring it ({left():.1f} minutes left)", flush=True)
+            try:
+                rate, basis = measure_rate(e, device=device, env=env, timeout=MEASURE_MIN * 60)
+            except (subprocess.SubprocessError, OSError, ValueError, KeyError) as error:
+                print(f"afl queue: measuring {e.name} failed ({type(error).__name__}: {error})", flush=True)
+                continue
+            rates = {**(rates or RATES), (e.model, e.width): (rate, basis)}
+            save_rates(Path(out) / "rates.json", e, rate, basis)
+            ran.discard(e.name)
+            print(f"afl queue: {e.name}: {rate:,.0f} client-steps/s, {e.minutes(rates):.1f} minutes, "
+                  f"{e.status(rates)}", flush=True)
+        return next_entries(left(), rates, skip=ran)
+
+    chosen = list(entries or turns())
     if not chosen and allow_partial:
         chosen = [e for e in QUEUE if e.status(rates) == "pending"][:1]
     if not chosen:
         raise ParameterError("--minutes", minutes, "time for at least the next pending entry: " + "; ".join(
             f"{r['name']} needs {r['minutes'] + OVERHEAD_MIN:.1f}" for r in listing(rates)
             if r["status"] == "pending")[:400])
-    reports, ran = [], set()
     while chosen:
         entry = chosen.pop(0)
         ran.add(entry.name)
-        left = (t_end - time.monotonic()) / 60
-        print(f"afl queue: {entry.name}: afl {' '.join(entry.argv)} ({left:.1f} minutes left)", flush=True)
+        print(f"afl queue: {entry.name}: afl {' '.join(entry.argv)} ({left():.1f} minutes left)", flush=True)
         resume = resume_from or carry(entry)
-        reports.append(run(entry, left, out, device=device, rates=rates, env=env,
+        reports.append(run(entry, left(), out, device=device, rates=rates, env=env,
                            resume_from=resume if resume.is_file() else None, allow_partial=allow_partial))
         print(json.dumps(reports[-1]), flush=True)
-        if not chosen and not entries:      # the queue's own order: the next entries that fit the minutes now left
-            chosen = next_entries((t_end - time.monotonic()) / 60, rates, skip=ran)[:1]
+        if not chosen and not entries:
+            chosen = turns()[:1]
     (Path(out) / "queue-report.json").write_text(json.dumps(reports, indent=1))
     return reports
 
 
-__all__ = ["QUEUE", "RATES", "Entry", "find", "listing", "next_entries", "pack", "unpack", "machine", "run",
-           "load_rates", "visit"]
+def save_rates(path: Path, entry: Entry, rate: float, basis: str) -> None:
+    """Add ``entry``'s measured rate to the rates file ``path`` (:func:`load_rates` reads it; commit it to
+    :data:`RATES`)."""
+    saved = json.loads(path.read_text()) if path.is_file() else {"rates": []}
+    saved["rates"].append({"model": entry.model, "clients": entry.width, "rate": round(rate, 1), "basis": basis})
+    path.write_text(json.dumps(saved, indent=1))
+
+__all__ = ["QUEUE", "RATES", "RATE_PROBE", "Entry", "find", "listing", "next_entries", "to_measure", "pack", "unpack",
+           "machine", "run", "measure_rate", "load_rates", "save_rates", "visit"]

@@ -6,7 +6,7 @@ import torch
 
 from afl.algorithms import make_federation
 from afl.algorithms import fedast as fedast_module
-from afl.algorithms.fedast import FedASTTask, run_fedast
+from afl.algorithms.fedast import FedASTTask, plan_fedast, run_fedast
 from afl.data import make_synthetic
 from afl.errors import ParameterError
 from afl.sim import ShiftedExponential, three_speed
@@ -55,6 +55,17 @@ def test_fedast_equals_a_replay_of_its_schedule():
         assert out["tasks"][m]["uploads"] == uploads and out["tasks"][m]["client_steps"] == uploads * task.steps
         assert out["tasks"][m]["curve"]["time"] == [0, 4, 8, 12]
 
+
+
+@pytest.mark.parametrize("cap_first", [True, False])
+def test_the_plan_of_a_run_is_its_own_count_of_client_steps(cap_first):
+    """No task reaches a target: the schedule without training holds every arrival the run counts."""
+    tasks = [FedASTTask(lr=0.05, server_lr=0.7, steps=3, requests=6, buffer=2, name="a"),
+             FedASTTask(lr=0.1, server_lr=0.4, steps=2, requests=4, buffer=3, name="b")]
+    out = run_fedast([federation(0), federation(1)], tasks, pool([0.15, 0.23]), total_time=12, eval_every=4,
+                     cap=8, seed=5, cap_first=cap_first)
+    plan = plan_fedast(pool([0.15, 0.23]), tasks, 12, cap=8, seed=5, cap_first=cap_first)
+    assert plan == [t["client_steps"] for t in out["tasks"]] and min(plan) > 0
 
 @pytest.mark.parametrize("first_wave", ["paper", "current"])
 def test_the_first_wave_trains_from_x0_or_from_the_model_live_at_its_start(first_wave):

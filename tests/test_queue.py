@@ -72,6 +72,69 @@ def test_a_visit_goes_on_down_the_queue_while_entries_fit_the_minutes_left(monke
     assert json.loads((tmp_path / "queue-report.json").read_text()) == [{"entry": n} for n in ran]
 
 
+
+FIG7 = [e for e in queue.QUEUE if e.experiment == "fedast-fig7"]
+
+
+def test_fedast_entries_plan_their_steps_from_the_schedule_and_wait_for_a_measured_rate():
+    from afl.repro import fedast
+    entry = queue.find("fedast-fig7-sync-st")
+    cfg = fedast.setting("fedast-fig7", quick=False, methods=("sync-st",), total_time=entry.sets["total_time"])
+    assert entry.client_steps() == sum(fedast.planned_client_steps(cfg, cfg.tasksets[0], "sync-st", 300, 0))
+    assert entry.sets["total_time"] == round(1.5 * 619 / (1 - 0.401))         # the paper's finish time x 1.5
+    assert entry.argv == ["repro", "fedast-fig7", "--seeds", "1", "--set", "methods=sync-st", "--set",
+                          "total_time=1550", "--device", "cuda"]
+    assert entry.status().startswith("waits for its rate") and not entry.measured()
+    with pytest.raises(ParameterError, match="rates=.*fedast-fig7 sync-st.*measured rate"):
+        entry.minutes()
+    rates = {(entry.model, entry.width): (entry.client_steps() / 240, "test")}
+    assert entry.minutes(rates) == pytest.approx(4.0) and entry.status(rates) == "pending"
+
+
+def test_a_visit_measures_an_entrys_rate_when_its_turn_comes_then_runs_it_if_it_fits(monkeypatch, tmp_path):
+    """FedAST's entries, alone in the queue and with no rate: each is measured when its turn comes, run if its
+    estimate then fits, and passed over (not started) if it does not; the rates come back in rates.json."""
+    monkeypatch.setattr(queue, "QUEUE", FIG7)
+    monkeypatch.setattr(queue.Entry, "result", lambda self: tmp_path / "not-committed.json")
+    minutes = {"fedast-fig7-fedast": 4.0, "fedast-fig7-sync-st": 30.0, "fedast-fig7-fedast-static": 3.0}
+    events = []
+
+    def measure(entry, **kw):
+        events.append(f"measure {entry.name}")
+        if entry.name == "fedast-fig7-fedast-code":
+            raise subprocess.CalledProcessError(1, "afl repro")
+        return entry.client_steps() / (60 * minutes[entry.name]), f"fake {entry.name}"
+
+    def instant(entry, left, out, **kw):
+        events.append(f"run {entry.name}")
+        return {"entry": entry.name}
+    monkeypatch.setattr(queue, "measure_rate", measure)
+    monkeypatch.setattr(queue, "run", instant)
+    queue.visit([], 9, tmp_path, device="cpu")
+    assert events == ["measure fedast-fig7-fedast", "run fedast-fig7-fedast", "measure fedast-fig7-sync-st",
+                      "measure fedast-fig7-fedast-static", "run fedast-fig7-fedast-static",
+                      "measure fedast-fig7-fedast-code"]
+    saved = json.loads((tmp_path / "rates.json").read_text())["rates"]
+    assert [r["model"] for r in saved] == ["fedast-fig7 fedast", "fedast-fig7 sync-st", "fedast-fig7 fedast-static"]
+    rates = queue.load_rates(tmp_path / "rates.json")
+    assert queue.find("fedast-fig7-sync-st").status(rates).startswith("needs a faster engine")
+    assert queue.to_measure(rates) is None                            # FedAST is pending: it runs first
+    ran = ["fedast-fig7-fedast", "fedast-fig7-fedast-static"]
+    assert queue.to_measure(rates, skip=ran).name == "fedast-fig7-fedast-code"
+    assert queue.next_entries(60, rates) == [FIG7[0], FIG7[2]]        # stops where a rate is still to be measured
+
+
+@pytest.mark.slow
+def test_a_rate_is_measured_from_a_short_run_of_the_entry(tmp_path):
+    entry = queue.find("fedast-fig7-fedast-static")
+    quick = ["repro", "fedast-fig7", "--quick", "--seeds", "1", "--set", "methods=fedast-static", "--set",
+             "total_time=6", "--device", "cpu"]
+    rate, basis = queue.measure_rate(entry, device="cpu", argv=quick, work=tmp_path)
+    saved = json.loads((tmp_path / f"rate-{entry.name}" / "fedast-fig7.json").read_text())["runs"]
+    steps = sum(t["client_steps"] for r in saved for t in r["tasks"])
+    assert steps > 0 and f"{steps:,} client steps" in basis and 0 < rate < steps
+
+
 def test_packed_data_unpacks_to_the_same_files_and_a_corrupt_pack_is_refused(tmp_path):
     files = queue.pack(["shakespeare"], tmp_path / "pack")
     assert [f.name for f in files] == ["raw_data.txt.xz"]

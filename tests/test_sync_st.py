@@ -5,7 +5,7 @@ import torch
 
 from afl.algorithms import make_federation
 from afl.algorithms.fedast import FedASTTask
-from afl.algorithms.sync_st import SmallGP, expected_improvement, run_sync_st, split_clients
+from afl.algorithms.sync_st import SmallGP, expected_improvement, plan_sync_st, run_sync_st, split_clients
 from afl.data import make_synthetic
 from afl.errors import ParameterError
 from afl.sim import ShiftedExponential, three_speed
@@ -47,6 +47,18 @@ def test_first_k_round_by_hand():
         mine = sorted((iv for iv in first if iv.task == name), key=lambda iv: iv.end)
         assert [iv.label for iv in mine] == ["train"] * 3 + ["discarded"] * 2
 
+
+
+@pytest.mark.parametrize("first_k", [3, None])
+def test_the_plan_of_a_run_is_its_own_count_of_client_steps(first_k):
+    """No task reaches a target: the rounds drawn without training compute the steps the run counts."""
+    tasks = [FedASTTask(lr=0.05, server_lr=1.0, steps=2, requests=6, buffer=1, name="a"),
+             FedASTTask(lr=0.05, server_lr=1.0, steps=3, requests=4, buffer=1, name="b")]
+    out = run_sync_st([federation(0), federation(1)], tasks, pool([0.1, 0.2]), total_time=20, eval_every=5,
+                      cap=10, first_k=first_k, seed=4)
+    plan = plan_sync_st(pool([0.1, 0.2]), tasks, 20, cap=10, first_k=first_k, seed=4)
+    assert plan == [t["client_steps"] for t in out["tasks"]] and min(plan) > 0
+    assert len(out["schedule"]["round_ends"]) > 2
 
 def test_sync_learns_and_every_selection_runs():
     data = make_synthetic(n_train=2000, n_test=400, shape=(1, 28, 28), num_classes=4, seed=0, noise=1.0)

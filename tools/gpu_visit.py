@@ -10,7 +10,8 @@ In order, each step within its share of ``--minutes`` of wall time:
    on (one JSON line each, in bench.jsonl; the card in every line), and a kernel profile of one call;
 4. a probe of the queue's first entries' end-to-end rate: GHBM's CIFAR-10 protocol for a few hundred rounds, FedAvg
    and FedHBM alone and as a fleet of both, which gives the rates the queue sizes its entries with;
-5. ``afl queue run`` with the minutes left and those rates.
+5. ``afl queue run`` with the minutes left and those rates; an entry with no rate yet (FedAST's Fig. 7) has it
+   measured there when its turn comes (a short run of the entry itself), added to rates.json.
 
 Everything lands in ``--out`` (at most 8 files come back from a device call): visit.log (the caller's tee),
 tests.log, bench.jsonl, profile.txt, rates.json (the probe's figures and the rates), queue-report.json and the

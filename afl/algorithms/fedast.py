@@ -302,6 +302,17 @@ def check_pool_work(profile, models: int, total_time: float, eval_every: float, 
     return total_time
 
 
+def plan_fedast(profile, tasks, total_time: float, cap: int | None = None, seed=0, max_new: int = 2,
+                cap_first: bool = True) -> list[int]:
+    """The client steps of each task's arrived updates in :func:`run_fedast` without Realloc (FedAST static) until
+    ``total_time`` if none reaches its target: the pool's schedule alone, without training. A plan of a run's work
+    (:mod:`afl.queue`); equal to the run's own count until a task finishes."""
+    schedule = simulate_pool_schedule(profile, [t.pool_task() for t in tasks], total_time, cap=cap, seed=seed,
+                                      max_new=max_new, cap_first=cap_first)
+    arrived = np.bincount([u.task for u in schedule.updates], minlength=len(tasks))
+    return [int(a) * t.steps for a, t in zip(arrived, tasks)]
+
+
 def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None, seed=0,
                max_new: int = 2, realloc: Realloc | None = None, cap_first: bool = True, first_wave: str = "paper",
                allow_large: bool = False) -> dict:

@@ -200,21 +200,9 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
             groups = _ucb_groups(ucb_n, ucb_l, sizes, available, rounds, ucb_gamma)
         else:
             groups, x = _bayes_groups(sizes, available, n, gp_x, gp_y, bayes_candidates, rng)
-        durations = [[profile.request_time(rng, int(c), tasks[m].steps, model=m, per_step=False) for c in g]
-                     for m, g in enumerate(groups)]
-        ends, kept_jobs, kept_clients, longest = 0.0, [], [], 0.0
-        for m, (g, d) in enumerate(zip(groups, durations)):
-            runs = [(c, *fcfs.submit(int(c), now, float(x))) for c, x in zip(g, d)]
-            runs.sort(key=lambda r: r[2])
-            keep = runs if first_k is None else runs[:first_k]
-            for c, start, end in runs:
-                timeline.add(int(c), start, end, "train" if (c, start, end) in keep else "discarded",
-                             tasks[m].steps, task=tasks[m].name or m)
-            kept_clients.append([int(c) for c, _, _ in keep])
-            kept_jobs.append([server.submit(m, c) for c in kept_clients[-1]])
-            if keep:
-                ends = max(ends, keep[-1][2])
-                longest += max(end - start for _, start, end in keep)
+        kept_clients, ends, longest = serve_round(profile, tasks, groups, now, fcfs, rng, first_k, timeline)
+        kept_jobs = [[server.submit(m, c) for c in kept] for m, kept in enumerate(kept_clients)]
+        for m, g in enumerate(groups):
             counts[m, [int(c) for c in g]] += 1
         now = ends
         if now > total_time:
@@ -245,6 +233,50 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
     schedule["finished_at"] = server.finished_at
     return {"tasks": [h.to_dict() | {"model": w, "name": t.name}
                       for h, w, t in zip(server.histories, server.w, tasks)], "schedule": schedule}
+
+
+def serve_round(profile, tasks, groups, now: float, fcfs: FCFSQueues, rng, first_k: int | None,
+                timeline: Timeline) -> tuple[list[list[int]], float, float]:
+    """One synchronous round from ``now``: task m's clients ``groups[m]`` train it (each behind its own older jobs,
+    FCFS) and the first ``first_k`` arrivals of each task are kept. Returns the kept clients per task, the round's
+    end (the last kept arrival) and the sum over tasks of their longest kept job (Sync-Bayes-ST's cost)."""
+    durations = [[profile.request_time(rng, int(c), tasks[m].steps, model=m, per_step=False) for c in g]
+                 for m, g in enumerate(groups)]
+    ends, kept_clients, longest = 0.0, [], 0.0
+    for m, (g, d) in enumerate(zip(groups, durations)):
+        runs = [(c, *fcfs.submit(int(c), now, float(x))) for c, x in zip(g, d)]
+        runs.sort(key=lambda r: r[2])
+        keep = runs if first_k is None else runs[:first_k]
+        for c, start, end in runs:
+            timeline.add(int(c), start, end, "train" if (c, start, end) in keep else "discarded",
+                         tasks[m].steps, task=tasks[m].name or m)
+        kept_clients.append([int(c) for c, _, _ in keep])
+        if keep:
+            ends = max(ends, keep[-1][2])
+            longest += max(end - start for _, start, end in keep)
+    return kept_clients, ends, longest
+
+
+def plan_sync_st(profile, tasks, total_time: float, cap: int | None = None, first_k: int | None = 30,
+                 seed=0) -> list[int]:
+    """The client steps each task computes in :func:`run_sync_st` (uniform selection) until ``total_time`` if none
+    reaches its target: its rounds drawn as the run draws them, without training (the kept jobs are the computed
+    ones). A plan of a run's work (:mod:`afl.queue`); equal to the run's own count until a task finishes."""
+    n = profile.n
+    cap = n if cap is None else cap
+    rng = EventQueue(seed).rng
+    fcfs, timeline = FCFSQueues(n), Timeline.for_profile(profile)
+    live = [True] * len(tasks)
+    steps, now = [0] * len(tasks), 0.0
+    while now < total_time:
+        sizes = split_clients(cap, [t.requests for t in tasks], live, rng)
+        rng.permutation(n)                     # run_sync_st's draw of the available clients (UCB's and Bayes')
+        groups = np.split(rng.permutation(n)[:sum(sizes)], np.cumsum(sizes)[:-1])
+        kept, now, _ = serve_round(profile, tasks, groups, now, fcfs, rng, first_k, timeline)
+        if now > total_time:
+            break
+        steps = [s + len(k) * t.steps for s, k, t in zip(steps, kept, tasks)]
+    return steps
 
 
 def _ucb_groups(ucb_n, ucb_l, sizes, available, rounds, gamma) -> list[np.ndarray]:

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from ..algorithms import make_federation
-from ..algorithms.fedast import FIRST_WAVES, FedASTTask, Realloc, pool_work, run_fedast
+from ..algorithms.fedast import FIRST_WAVES, FedASTTask, Realloc, plan_fedast, pool_work, run_fedast
 from ..budget import MAX_HELD, SAMPLE_CLIENTS, Work, fields_of
-from ..algorithms.sync_st import run_sync_st
+from ..algorithms.sync_st import plan_sync_st, run_sync_st
 from ..data import load_dataset, partition as make_partition
 from ..engine import PRECISIONS
 from ..errors import check, check_choice, check_int, check_real
@@ -343,6 +343,22 @@ def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, 
             "tasks": per_task, "time_to_all_targets": None if None in reached else max(reached),
             "allocations": allocations, "sync_rounds": rounds,
             "settings": [asdict(t) for t in tasks]}
+
+
+def planned_client_steps(cfg: FedastSetting, taskset: str, method: str, cap: int | None, seed: int) -> list[int]:
+    """Per task, the client steps of run ``(taskset, method, cap, seed)`` until ``cfg.total_time`` if no task
+    reaches its target, from its schedule alone (:func:`~afl.algorithms.fedast.plan_fedast` with FedAST's
+    requests, :func:`~afl.algorithms.sync_st.plan_sync_st`): the work a GPU visit plans for (:mod:`afl.queue`).
+    Sync-UCB-ST and Sync-Bayes-ST choose their clients from training losses, so they have no plan."""
+    base, _ = split_method(method)
+    check(SYNC.get(base, "uniform") == "uniform", "method", method, "FedAST's methods, sync-st or sync-st-nomit "
+          "(Sync-UCB-ST's and Sync-Bayes-ST's rounds depend on training)")
+    tasks = cfg.tasks(taskset, method, cap, None)
+    profile = three_speed(cfg.clients, base=POOL_BASE, seed=seed, costs=cfg.costs(taskset))
+    if base in SYNC:
+        return plan_sync_st(profile, tasks, cfg.total_time, cap=cap,
+                            first_k=None if base == "sync-st-nomit" else cfg.first_k, seed=seed)
+    return plan_fedast(profile, tasks, cfg.total_time, cap=cap, seed=seed, cap_first=cfg.cap_first)
 
 
 def run_key(run: dict) -> tuple:
