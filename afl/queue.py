@@ -6,8 +6,8 @@ A GPU comes now and then, for about 15 minutes, on a machine that starts bare. S
 the invocations, their data and their estimates are ready here, and a visit runs them.
 
 * ``afl queue`` lists the entries: invocation, client steps (computed from the experiment's setting), minutes on an
-  H100 (client steps over the rate in :data:`RATES`, which says where each rate comes from) and status (done when
-  its result is committed under ``results/``).
+  H100 (client steps over the rate in :data:`RATES`, which says where each rate comes from; an entry with none waits
+  for a visit to measure it, :func:`measure_rate`) and status (done when its result is committed under ``results/``).
 * ``afl queue pack`` writes the datasets the entries need, xz-compressed, into ``.gpu/data`` (git-ignored), small
   enough to travel with the working tree (the CIFAR-10 copy: 56 MB as it is, 18 MB packed; a device call carries at
   most 64 MiB with the tree).
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import ParameterError, check, check_real
+from .repro import EXPERIMENTS, estimate, favas, fedast, qafel
 
 #: the repository root (entries' results are committed under results/ there)
 REPO = Path(__file__).resolve().parent.parent
@@ -74,7 +75,7 @@ CHECKPOINT_MB = {("cnn-cifar", "fedavg"): 6.7, ("cnn-cifar", "fedcm"): 9.9, ("cn
                  ("cnn-cifar", "localghbm"): 325.9, ("cnn-cifar", "fedhbm"): 325.9}
 
 
-#: what measures the rate of an entry that has none yet: a minute of its own runs on the GPU
+#: the status of an entry that has no rate yet, and what measures one: a short run of the entry on the GPU
 UNMEASURED = "waits for its rate"
 RATE_PROBE = "a visit (afl queue run: a short run of the entry itself on the GPU, when its turn comes)"
 #: FedAST's Fig. 7 in the paper (a reference, not ours): FedAST's last task finishes at 619, 40.1 % sooner than
@@ -115,9 +116,8 @@ class Entry:
 
     def setting(self):
         """The experiment's paper-scale setting with the entry's ``--set`` fields."""
-        from .repro import fedast, ghbm
-        module = fedast if self.experiment.startswith("fedast") else ghbm
-        return module.setting(self.experiment, quick=False, **{k: v for k, v in self.sets.items() if k != "seeds"})
+        return EXPERIMENTS[self.experiment].setting(self.experiment, quick=False,
+                                                    **{k: v for k, v in self.sets.items() if k != "seeds"})
 
     def client_steps(self) -> int:
         """Client steps of the whole invocation, from the experiment's setting (:func:`_client_steps`)."""
@@ -162,7 +162,8 @@ class Entry:
             return f"{UNMEASURED}, which {RATE_PROBE} measures"
         if self.minutes(rates) > CALL_MINUTES and not self.carried():
             mb = self.checkpoint_mb()
-            why = "no checkpoint of its runs is known to come back" if mb is None else f"a {mb} MB checkpoint cannot come back"
+            why = ("no checkpoint of its runs is known to come back" if mb is None
+                   else f"a {mb} MB checkpoint cannot come back")
             return f"needs a faster engine: {self.minutes(rates):.0f} minutes > a call's {CALL_MINUTES:.0f}, and {why}"
         return "pending"
 
@@ -171,16 +172,20 @@ class Entry:
 def _client_steps(entry: Entry) -> int:
     """GHBM's: rounds x clients a round x local steps, per method, split and seed. FedAST's: planned from each run's
     schedule without training until its horizon ``total_time`` (:func:`afl.repro.fedast.planned_client_steps`; a
-    run stops once every task reached its target, so one as fast as the paper's computes less)."""
+    run stops once every task reached its target, so one as fast as the paper's computes less). The others': the
+    bound afl checks a command's work with (:func:`afl.repro.estimate`: QAFeL's runs every upload of its budget,
+    FAVAS's every client training without a pause)."""
     cfg = entry.setting()
     seeds = entry.sets.get("seeds", cfg.seeds)
     if entry.experiment.startswith("fedast"):
-        from .repro.fedast import planned_client_steps
-        return sum(sum(planned_client_steps(cfg, taskset, method, cap, seed)) for seed in range(seeds)
+        return sum(sum(fedast.planned_client_steps(cfg, taskset, method, cap, seed)) for seed in range(seeds)
                    for taskset in cfg.tasksets for method in cfg.methods for cap in cfg.caps)
-    per_run = {m: cfg.rounds * cfg.local_steps * (cfg.clients if m == "fedcm-full" else cfg.per_round)
-               for m in cfg.methods}
-    return sum(per_run.values()) * len(cfg.splits) * seeds
+    if entry.experiment.startswith("ghbm"):
+        per_run = {m: cfg.rounds * cfg.local_steps * (cfg.clients if m == "fedcm-full" else cfg.per_round)
+                   for m in cfg.methods}
+        return sum(per_run.values()) * len(cfg.splits) * seeds
+    return round(estimate(entry.experiment, seeds=seeds, **{k: v for k, v in entry.sets.items()
+                                                            if k != "seeds"}).client_steps)
 
 
 def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str = "", seeds: int = 1,
@@ -191,21 +196,30 @@ def _ghbm(name: str, dest: str, width: int = 10, note: str = "", waits_for: str 
     return Entry(name, "ghbm-table2", {"seeds": seeds} | sets, dest, model, width, (dataset,), note, waits_for)
 
 
-
 def _fedast_fig7(method: str, horizon: float) -> Entry:
-    """An entry of ``afl repro fedast-fig7``: the paper's four tasks, one method, one seed, stopped at ``horizon``."""
+    """An entry of ``afl repro fedast-fig7``: the paper's four tasks, one method, one seed, stopped at ``horizon``;
+    FedAST's three variants share one rate (they differ only in how requests move between tasks)."""
     return Entry(f"fedast-fig7-{method}", "fedast-fig7", {"seeds": 1, "methods": (method,), "total_time": horizon},
-                 f"fedast/fig7/paper/{method}", f"fedast-fig7 {method}", 1,
+                 f"fedast/fig7/paper/{method}", f"fedast-fig7 {'sync-st' if method == 'sync-st' else 'fedast'}", 1,
                  ("mnist", "fashion-mnist", "cifar10-jpeg", "shakespeare"), probe={"total_time": FIG7_PROBE_TIME},
                  note=f"FedAST Fig. 7, the paper's four tasks, one seed, {method}, stopped at {horizon:g} time units "
                       f"(the paper's finish times x {FIG7_HORIZON}; merge with --reuse into results/fedast/fig7/paper)")
 
 
+def _by_method(experiment: str, methods, dest: str, key: str, datasets: tuple, probe: dict, note: str,
+               seeds: int) -> list[Entry]:
+    """One entry per method of ``afl repro <experiment>`` (``seeds`` seeds each), sharing one rate (``key``)."""
+    return [Entry(f"{experiment}-{m}", experiment, {"seeds": seeds, "methods": (m,)}, f"{dest}/{m}", key, seeds,
+                  datasets, probe=probe, note=f"{note}, {m} (merge them with --reuse into results/{dest})")
+            for m in methods]
+
+
 #: The queue, in the order it runs (issue 41): GHBM's CIFAR-10 headline row first (alpha = 0, one seed), at a tenth
 #: of the paper's rounds as one fleet; then GHBM's Shakespeare column on the paper's federation (issue 39: its main
 #: claim fits one visit); FedAST's four-task Fig. 7 one method per entry (issue 40: its 40.1 % claim first, FedAST
-#: and Sync-ST; then static and the code's Realloc, App. D.6), then CIFAR-10 at the paper's 20,000 rounds one method
-#: per entry (three visits each).
+#: and Sync-ST; then static and the code's Realloc, App. D.6), QAFeL's Table 1 one row of 3 seeds per entry, FAVAS's
+#: Fig. 3a one method per entry, then CIFAR-10 at the paper's 20,000 rounds one method per entry (three visits each,
+#: where the others end within one call each).
 HEADLINE = ("fedavg", "fedcm", "ghbm", "localghbm", "fedhbm")
 #: GHBM's Shakespeare column (issue 39) in three invocations a split: the main claim's methods and the rates and
 #: momentum scales in question first, FedAvgM and SCAFFOLD (the issue's other rows), then the rest (FedCM with every
@@ -226,6 +240,12 @@ QUEUE: list[Entry] = [
       for split in ("noniid", "iid")],
     *[_fedast_fig7(m, round(FIG7_HORIZON * FIG7_PAPER_FINISH["sync-st" if m == "sync-st" else "fedast"]))
       for m in ("fedast", "sync-st", "fedast-static", "fedast-code")],
+    *_by_method("qafel-table1", qafel.TABLE1_METHODS, "qafel/table1/paper", "qafel-table1 row", ("cifar10-jpeg",),
+                {"max_uploads": 3000}, "QAFeL Table 1 and its ablation on the offline substitute, the paper's "
+                "protocol (2,500 users, target 85 %, at most 150,000 uploads), 3 seeds", seeds=3),
+    *_by_method("favas-fig3a", favas.setting("favas-fig3a", quick=False).methods, "favas/fig3a/paper",
+                "favas-fig3a method", ("cifar10-jpeg",), {"total_time": 200},
+                "FAVAS Fig. 3a, ResNet-20 on CIFAR-10, the paper's setting, one seed", seeds=1),
     *[_ghbm(f"ghbm-cifar10-noniid-{m}", f"ghbm/cifar10/paper/{m}", note="GHBM Table 8, CIFAR-10 column, non-IID",
             splits=("noniid",), methods=(m,), eval_every=20)
       for m in ("fedavg", "fedhbm", "fedcm", "ghbm", "localghbm")],
@@ -427,7 +447,8 @@ def measure_rate(entry: Entry, device: str = "cuda", env: dict | None = None, ti
                    env={**os.environ, **(env or {})}, check=True, timeout=timeout)
     seconds = time.monotonic() - t0
     runs = json.loads((work / f"{entry.experiment}.json").read_text())["runs"]
-    steps = sum(t["client_steps"] for r in runs for t in r["tasks"])
+    steps = sum(sum(t["client_steps"] for t in r["tasks"]) if "tasks" in r else r["computed_client_steps"]
+                for r in runs)                 # FedAST's runs count per task
     sets = " ".join(f"{k}={v}" for k, v in entry.probe.items())
     return steps / seconds, (f"measured in a visit on {machine(device)}: a short run of the entry ({sets}), "
                              f"{steps:,} client steps in {seconds:.1f} s end to end (afl queue run)")

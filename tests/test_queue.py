@@ -87,23 +87,24 @@ def test_fedast_entries_plan_their_steps_from_the_schedule_and_wait_for_a_measur
     assert entry.status().startswith("waits for its rate") and not entry.measured()
     with pytest.raises(ParameterError, match="rates=.*fedast-fig7 sync-st.*measured rate"):
         entry.minutes()
+    assert {(e.model, e.width) for e in FIG7} == {("fedast-fig7 fedast", 1), ("fedast-fig7 sync-st", 1)}
     rates = {(entry.model, entry.width): (entry.client_steps() / 240, "test")}
     assert entry.minutes(rates) == pytest.approx(4.0) and entry.status(rates) == "pending"
 
 
 def test_a_visit_measures_an_entrys_rate_when_its_turn_comes_then_runs_it_if_it_fits(monkeypatch, tmp_path):
-    """FedAST's entries, alone in the queue and with no rate: each is measured when its turn comes, run if its
-    estimate then fits, and passed over (not started) if it does not; the rates come back in rates.json."""
+    """FedAST's entries, alone in the queue and with no rate: FedAST's is measured when its turn comes and run (its
+    static and code variants share the rate); Sync-ST's measurement fails and it is passed over; the measured rate
+    comes back in rates.json."""
     monkeypatch.setattr(queue, "QUEUE", FIG7)
     monkeypatch.setattr(queue.Entry, "result", lambda self: tmp_path / "not-committed.json")
-    minutes = {"fedast-fig7-fedast": 4.0, "fedast-fig7-sync-st": 30.0, "fedast-fig7-fedast-static": 3.0}
     events = []
 
     def measure(entry, **kw):
         events.append(f"measure {entry.name}")
-        if entry.name == "fedast-fig7-fedast-code":
+        if entry.name == "fedast-fig7-sync-st":
             raise subprocess.CalledProcessError(1, "afl repro")
-        return entry.client_steps() / (60 * minutes[entry.name]), f"fake {entry.name}"
+        return entry.client_steps() / (60 * 3.0), f"fake {entry.name}"      # 3 minutes an entry
 
     def instant(entry, left, out, **kw):
         events.append(f"run {entry.name}")
@@ -112,28 +113,44 @@ def test_a_visit_measures_an_entrys_rate_when_its_turn_comes_then_runs_it_if_it_
     monkeypatch.setattr(queue, "run", instant)
     queue.visit([], 9, tmp_path, device="cpu")
     assert events == ["measure fedast-fig7-fedast", "run fedast-fig7-fedast", "measure fedast-fig7-sync-st",
-                      "measure fedast-fig7-fedast-static", "run fedast-fig7-fedast-static",
-                      "measure fedast-fig7-fedast-code"]
+                      "run fedast-fig7-fedast-static", "run fedast-fig7-fedast-code"]
     saved = json.loads((tmp_path / "rates.json").read_text())["rates"]
-    assert [r["model"] for r in saved] == ["fedast-fig7 fedast", "fedast-fig7 sync-st", "fedast-fig7 fedast-static"]
+    assert [(r["model"], r["basis"]) for r in saved] == [("fedast-fig7 fedast", "fake fedast-fig7-fedast")]
     rates = queue.load_rates(tmp_path / "rates.json")
-    assert queue.find("fedast-fig7-sync-st").status(rates).startswith("needs a faster engine")
-    assert queue.to_measure(rates) is None                            # FedAST is pending: it runs first
-    ran = ["fedast-fig7-fedast", "fedast-fig7-fedast-static"]
-    assert queue.to_measure(rates, skip=ran).name == "fedast-fig7-fedast-code"
-    assert queue.next_entries(60, rates) == [FIG7[0], FIG7[2]]        # stops where a rate is still to be measured
+    assert queue.next_entries(60, rates) == FIG7[:1]                  # stops where a rate is still to be measured
+    assert queue.to_measure(rates, skip=["fedast-fig7-fedast"]).name == "fedast-fig7-sync-st"
+    slow = rates | {("fedast-fig7 sync-st", 1): (100.0, "slow")}
+    assert queue.find("fedast-fig7-sync-st").status(slow).startswith("needs a faster engine")
+    assert queue.next_entries(60, slow) == [FIG7[0], FIG7[2], FIG7[3]]
+
+
+def test_qafel_and_favas_entries_are_their_rows_with_afls_bound_on_their_work():
+    from afl.repro import estimate, qafel
+    rows = [e for e in queue.QUEUE if e.experiment == "qafel-table1"]
+    assert [e.sets["methods"][0] for e in rows] == list(qafel.TABLE1_METHODS)
+    assert {(e.model, e.width) for e in rows} == {("qafel-table1 row", 3)}        # one rate for every row
+    cfg = qafel.setting("qafel-table1", quick=False)
+    assert rows[0].client_steps() == 3 * (cfg.max_uploads + cfg.users)           # every upload of the budget
+    fig3a = queue.find("favas-fig3a-favas")
+    assert fig3a.client_steps() == round(estimate("favas-fig3a", seeds=1, methods=("favas",)).client_steps)
+    assert fig3a.probe == {"total_time": 200} and fig3a.argv[-2:] == ["--device", "cuda"]
 
 
 @pytest.mark.slow
-def test_a_rate_is_measured_from_a_short_run_of_the_entry(tmp_path):
-    entry = queue.find("fedast-fig7-fedast-static")
-    quick = ["repro", "fedast-fig7", "--quick", "--seeds", "1", "--set", "methods=fedast-static", "--set",
-             "total_time=6", "--device", "cpu"]
-    rate, basis = queue.measure_rate(entry, device="cpu", argv=quick, work=tmp_path)
-    saved = json.loads((tmp_path / f"rate-{entry.name}" / "fedast-fig7.json").read_text())["runs"]
-    steps = sum(t["client_steps"] for r in saved for t in r["tasks"])
+@pytest.mark.parametrize("name, quick", [
+    ("fedast-fig7-fedast-static", ["repro", "fedast-fig7", "--quick", "--set", "methods=fedast-static", "--set",
+                                   "total_time=6"]),
+    ("qafel-table1-fedbuff", ["repro", "qafel-table1", "--quick", "--set", "methods=fedbuff", "--set",
+                              "max_uploads=60", "--set", "eval_every=30", "--set", "users=100"])])
+def test_a_rate_is_measured_from_a_short_run_of_the_entry(name, quick, tmp_path):
+    """End to end: the short run's client steps (FedAST's per task, the others' computed ones) over its wall time."""
+    entry = queue.find(name)
+    rate, basis = queue.measure_rate(entry, device="cpu", argv=quick + ["--seeds", "1", "--device", "cpu"],
+                                     work=tmp_path)
+    saved = json.loads((tmp_path / f"rate-{entry.name}" / f"{entry.experiment}.json").read_text())["runs"]
+    steps = sum(sum(t["client_steps"] for t in r["tasks"]) if "tasks" in r else r["computed_client_steps"]
+                for r in saved)
     assert steps > 0 and f"{steps:,} client steps" in basis and 0 < rate < steps
-
 
 def test_packed_data_unpacks_to_the_same_files_and_a_corrupt_pack_is_refused(tmp_path):
     files = queue.pack(["shakespeare"], tmp_path / "pack")
