@@ -172,11 +172,17 @@ def _queue(args) -> int:
     from pathlib import Path
     from . import queue
     if args.action == "pack":
-        datasets = args.datasets or sorted({d for e in queue.QUEUE if e.status() != "done" for d in e.datasets})
+        datasets = args.datasets or queue.pending_datasets()
         files = queue.pack(datasets, Path(args.to), root=args.root)
         size = sum(f.stat().st_size for f in files)
         print(f"packed {', '.join(datasets)}: {len(files)} file(s), {size / 1e6:.1f} MB in {args.to} "
-              f"(carry it with the device call; 'afl queue run --pack {args.to}' unpacks and checks it there)")
+              f"('afl queue run --pack {args.to}' unpacks and checks it there)")
+        tree = queue.tree_bytes()
+        print(f"a device call carries {queue.CALL_CARRY_BYTES / 1e6:.1f} MB, the working tree {tree / 1e6:.1f} MB "
+              "of it; carry (each call keeps what the earlier ones of a visit unpacked):")
+        for k, folders in enumerate(queue.carry_calls(files, Path(args.to)), 1):
+            mb = sum(f.stat().st_size for d in folders for f in d.rglob("*.xz")) / 1e6
+            print(f"  call {k}: {' '.join(map(str, folders))} ({mb:.1f} MB)")
         return 0
     rates = queue.load_rates(Path(args.rates)) if args.rates else None
     if args.action == "list":

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .errors import ParameterError, check, check_real
+from .errors import DataMissingError, ParameterError, check, check_real
 from .repro import EXPERIMENTS, estimate, favas, fedast, qafel
 
 #: the repository root (entries' results are committed under results/ there)
@@ -44,6 +44,8 @@ PACK = REPO / ".gpu" / "data"
 OVERHEAD_MIN = 0.75
 #: a file larger than this does not come back from a device call; such checkpoints stay behind
 RETURN_BYTES = 16 << 20
+#: what a device call carries at most, the working tree included
+CALL_CARRY_BYTES = 64 << 20
 #: where the archive of an entry stopped midway is committed, for the next visit to go on from (``carry(entry)``)
 CARRY = REPO / "results" / "gpu-queue-carry"
 
@@ -356,6 +358,55 @@ def unpack(src: Path, dest: Path) -> Path:
     return dest
 
 
+
+def pending_datasets(rates: dict | None = None) -> list[str]:
+    """The datasets of the entries not done yet, in the order the queue first needs them."""
+    return list(dict.fromkeys(d for e in QUEUE if e.status(rates) != "done" for d in e.datasets))
+
+
+def tree_bytes(repo: Path = REPO) -> int:
+    """Bytes of the working tree that travels with every device call (tracked and untracked, not ignored, files)."""
+    names = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    return sum((repo / n).stat().st_size for n in set(names) if n and (repo / n).is_file())
+
+
+def carry_calls(packed: list[Path], dest: Path = PACK, budget: int | None = None) -> list[list[Path]]:
+    """The top folders of ``packed`` files (under ``dest``: one per dataset, e.g. ``.gpu/data/cifar10``), in their
+    order, split into the device calls that can carry them (each into the first call with room for it): each
+    call's folders within ``budget`` bytes (default: a call's 64 MiB less the working tree). A visit's calls keep what the earlier ones unpacked (``/tmp`` stays on a
+    warm machine), so an entry whose datasets do not fit one call runs in the call that brings the last of them."""
+    budget = CALL_CARRY_BYTES - tree_bytes() if budget is None else budget
+    sizes: dict[Path, int] = {}
+    for f in packed:
+        top = dest / Path(f).relative_to(dest).parts[0]
+        sizes[top] = sizes.get(top, 0) + Path(f).stat().st_size
+    calls, used = [], []
+    for top, size in sizes.items():
+        check(size <= budget, "--datasets", top.name, f"packed folders of at most {budget / 1e6:.1f} MB (a device "
+              f"call's {CALL_CARRY_BYTES / 1e6:.1f} MB less the working tree; it packs to {size / 1e6:.1f} MB)")
+        k = next((k for k, u in enumerate(used) if u + size <= budget), len(calls))
+        if k == len(calls):
+            calls.append([])
+            used.append(0)
+        calls[k].append(top)
+        used[k] += size
+    return calls
+
+
+def present_datasets(names, root: Path | None = None) -> set[str]:
+    """Those of ``names`` whose files afl finds (under ``root``, else its search path), checksums verified."""
+    from .data.files import locate
+    found = set()
+    for name in dict.fromkeys(names):
+        try:
+            locate(name, root=root, download=False)
+            found.add(name)
+        except (DataMissingError, ParameterError):
+            pass
+    return found
+
+
 # -- a visit ------------------------------------------------------------------------------------------------------
 def machine(device: str) -> str:
     """What the entries will run on; a :class:`ParameterError` where that is not a GPU (unless ``device`` is cpu,
@@ -475,8 +526,9 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
     """``afl queue run``: check the machine, unpack ``pack`` (its MD5s checked), then run ``entries`` (default: the
     next that fit the ``minutes``, measuring first the rate of an entry whose turn it is and that has none; with
     ``allow_partial`` and none fitting, the next that goes on from carried checkpoints) one after the other within
-    the minutes, each from its carried archive if one is committed. Writes ``out/queue-report.json`` and the rates
-    it measured into ``out/rates.json`` (beside those there); returns each entry's report (:func:`run`)."""
+    the minutes, each from its carried archive if one is committed; an entry whose datasets this call does not have
+    is passed over (:func:`carry_calls`). Writes ``out/queue-report.json`` and the rates it measured into
+    ``out/rates.json`` (beside those there); returns each entry's report (:func:`run`)."""
     check_real("--minutes", minutes, 0, strict_low=True, hint="wall minutes this call may use")
     print(f"afl queue: on {machine(device)}", flush=True)
     t_end = time.monotonic() + minutes * 60
@@ -485,6 +537,12 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
         env["AFL_DATA"] = str(unpack(pack, data_root))
         print(f"afl queue: data unpacked into {data_root}, MD5s checked", flush=True)
     reports, ran = [], set()
+    present = present_datasets(pending_datasets(rates), root=data_root if pack is not None else None)
+    for e in QUEUE:
+        if not set(e.datasets) <= present and e.status(rates) != "done":
+            ran.add(e.name)                   # passed over: a later call of the visit may carry its data
+            print(f"afl queue: {e.name} passed over, its data was not carried: "
+                  f"{', '.join(sorted(set(e.datasets) - present))}", flush=True)
 
     def left() -> float:
         return (t_end - time.monotonic()) / 60
@@ -511,9 +569,9 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
     if not chosen and allow_partial:
         chosen = [e for e in QUEUE if e.status(rates) == "pending"][:1]
     if not chosen:
-        raise ParameterError("--minutes", minutes, "time for at least the next pending entry: " + "; ".join(
-            f"{r['name']} needs {r['minutes'] + OVERHEAD_MIN:.1f}" for r in listing(rates)
-            if r["status"] == "pending")[:400])
+        raise ParameterError("--minutes", minutes, "time for at least the next pending entry, with its data carried: "
+                             + "; ".join(f"{r['name']} needs {r['minutes'] + OVERHEAD_MIN:.1f}" for r in listing(rates)
+                                         if r["status"] == "pending" and r["name"] not in ran)[:400])
     while chosen:
         entry = chosen.pop(0)
         ran.add(entry.name)
@@ -536,4 +594,5 @@ def save_rates(path: Path, entry: Entry, rate: float, basis: str) -> None:
     path.write_text(json.dumps(saved, indent=1))
 
 __all__ = ["QUEUE", "RATES", "RATE_PROBE", "Entry", "find", "listing", "next_entries", "to_measure", "pack", "unpack",
-           "machine", "run", "measure_rate", "load_rates", "save_rates", "visit"]
+           "pending_datasets", "tree_bytes", "carry_calls", "present_datasets", "machine", "run", "measure_rate",
+           "load_rates", "save_rates", "visit"]

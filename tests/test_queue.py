@@ -152,6 +152,37 @@ def test_a_rate_is_measured_from_a_short_run_of_the_entry(name, quick, tmp_path)
                 for r in saved)
     assert steps > 0 and f"{steps:,} client steps" in basis and 0 < rate < steps
 
+
+def test_packed_folders_are_split_into_the_calls_that_can_carry_them(tmp_path):
+    files = []
+    for name, size in (("shakespeare", 2), ("MNIST", 12), ("FashionMNIST", 31), ("cifar10", 18)):
+        f = tmp_path / name / "raw" / "x.xz"
+        f.parent.mkdir(parents=True)
+        f.write_bytes(b"0" * size * 1000)
+        files.append(f)
+    calls = queue.carry_calls(files, tmp_path, budget=39_000)
+    assert [[d.name for d in call] for call in calls] == [["shakespeare", "MNIST", "cifar10"], ["FashionMNIST"]]
+    with pytest.raises(ParameterError, match="--datasets='FashionMNIST'.*at most 0.0"):
+        queue.carry_calls(files, tmp_path, budget=20_000)
+    assert 0 < queue.tree_bytes() < queue.CALL_CARRY_BYTES
+    assert queue.present_datasets(["mnist", "shakespeare"]) == {"mnist", "shakespeare"}     # the CI's mirror
+    assert queue.present_datasets(["mnist", "shakespeare"], root=tmp_path) == set()
+
+
+def test_a_visit_passes_over_an_entry_whose_data_this_call_did_not_carry(monkeypatch, tmp_path):
+    entries = [queue.find("fedast-fig7-fedast"), queue.find("ghbm-shakespeare-noniid-b")]
+    monkeypatch.setattr(queue, "QUEUE", entries)
+    monkeypatch.setattr(queue.Entry, "result", lambda self: tmp_path / "not-committed.json")
+    monkeypatch.setattr(queue, "present_datasets", lambda names, root=None: {"shakespeare", "mnist", "cifar10-jpeg"})
+    events = []
+    monkeypatch.setattr(queue, "measure_rate", lambda entry, **kw: events.append(f"measure {entry.name}"))
+    monkeypatch.setattr(queue, "run", lambda entry, left, out, **kw: events.append(f"run {entry.name}") or {})
+    queue.visit([], 9, tmp_path, device="cpu")
+    assert events == ["run ghbm-shakespeare-noniid-b"]
+    with pytest.raises(ParameterError, match="with its data carried"):
+        queue.visit([], 5, tmp_path, device="cpu")                 # 6.9 minutes do not fit 5
+
+
 def test_packed_data_unpacks_to_the_same_files_and_a_corrupt_pack_is_refused(tmp_path):
     files = queue.pack(["shakespeare"], tmp_path / "pack")
     assert [f.name for f in files] == ["raw_data.txt.xz"]

@@ -1,6 +1,9 @@
 """One visit of a lent GPU machine, as one command (issue 41): what a visit measures and runs, prepared here.
 
-    PYTHONPATH=$PWD python3 tools/gpu_visit.py --out $OUT --minutes 9.3        (carry: .gpu)
+    PYTHONPATH=$PWD python3 tools/gpu_visit.py --out $OUT --minutes 9.3
+
+carrying the ``.gpu/data`` folders ``afl queue pack`` prints for this call (what earlier calls of a visit
+unpacked stays in /tmp/afl-data on the warm machine).
 
 In order, each step within its share of ``--minutes`` of wall time:
 1. unpack the datasets carried in ``.gpu/data`` (``afl queue pack``), MD5-checked;
