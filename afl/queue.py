@@ -567,7 +567,7 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
 
     chosen = list(entries or turns())
     if not chosen and allow_partial:
-        chosen = [e for e in QUEUE if e.status(rates) == "pending"][:1]
+        chosen = [e for e in QUEUE if e.name not in ran and e.status(rates) == "pending"][:1]
     if not chosen:
         raise ParameterError("--minutes", minutes, "time for at least the next pending entry, with its data carried: "
                              + "; ".join(f"{r['name']} needs {r['minutes'] + OVERHEAD_MIN:.1f}" for r in listing(rates)
