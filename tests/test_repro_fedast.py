@@ -111,3 +111,19 @@ def test_a_saved_run_is_reused_only_while_its_tasks_are_unchanged():
     assert fr.same_run(saved, cfg)
     assert not fr.same_run(saved, replace(cfg, steps=5))                 # 5 local steps, not 27
     assert not fr.same_run({**saved, "method": "fedast-nobuffer"}, cfg)  # b = 1 and server lr 0.038
+
+
+@pytest.mark.parametrize("method", ["fedast-static", "sync-st", "sync-st-nomit"])
+def test_a_runs_plan_is_its_own_count_while_no_task_reaches_its_target(method):
+    """What the GPU queue plans a run with (the schedule alone) is what the run counts, task for task, on a tiny
+    pool that does not reach its targets in 25 time units."""
+    if not os.environ.get("AFL_DATA"):
+        pytest.skip("AFL_DATA is not set: needs the MNIST and Fashion-MNIST mirrors")
+    cfg = fr.setting("fedast-fig7", quick=True, **TINY | dict(total_time=25.0, seeds=1), methods=(method,),
+                     caps=(8,), cap_first=False)
+    run = fr.compute_run(cfg, cfg.tasksets[0], method, cfg.caps[0], None, seed=1, datasets=fr.load_tasks(cfg))
+    assert [t["reached"] for t in run["tasks"]] == [None, None]
+    plan = fr.planned_client_steps(cfg, cfg.tasksets[0], method, cfg.caps[0], seed=1)
+    assert plan == [t["client_steps"] for t in run["tasks"]] and min(plan) > 0
+    with pytest.raises(ParameterError, match="method='sync-ucb'"):
+        fr.planned_client_steps(cfg, cfg.tasksets[0], "sync-ucb", cfg.caps[0], seed=1)
