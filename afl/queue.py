@@ -408,6 +408,12 @@ def present_datasets(names, root: Path | None = None) -> set[str]:
 
 
 # -- a visit ------------------------------------------------------------------------------------------------------
+def scratch() -> Path:
+    """Where a visit's runs write before their archives are packed: outside the repository, kept by a warm machine
+    from one call to the next (``$TMPDIR/afl-queue``)."""
+    return Path(os.environ.get("TMPDIR", "/tmp")) / "afl-queue"
+
+
 def machine(device: str) -> str:
     """What the entries will run on; a :class:`ParameterError` where that is not a GPU (unless ``device`` is cpu,
     for tests)."""
@@ -438,7 +444,7 @@ def run(entry: Entry, minutes: float, out: Path, device: str = "cuda", resume_fr
                              f"{entry.rate(rates)[1]}; plus {overhead_min} for the visit); it was not started")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(work or Path(os.environ.get("TMPDIR", "/tmp")) / "afl-queue") / entry.name
+    work = Path(work or scratch()) / entry.name
     if resume_from is not None:
         work.mkdir(parents=True, exist_ok=True)
         with tarfile.open(resume_from) as tar:
@@ -492,7 +498,7 @@ def measure_rate(entry: Entry, device: str = "cuda", env: dict | None = None, ti
     check(bool(entry.probe) or argv is not None, "entry", entry.name, "an entry with probe fields, or a rate in "
           "RATES")
     short = replace(entry, sets=entry.sets | entry.probe)
-    work = Path(work or Path(os.environ.get("TMPDIR", "/tmp")) / "afl-queue") / f"rate-{entry.name}"
+    work = Path(work or scratch()) / f"rate-{entry.name}"
     t0 = time.monotonic()
     subprocess.run([sys.executable, "-m", "afl.cli", *(argv or short.argv), "--out", str(work)],
                    env={**os.environ, **(env or {})}, check=True, timeout=timeout)
@@ -528,14 +534,19 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
     ``allow_partial`` and none fitting, the next that goes on from carried checkpoints) one after the other within
     the minutes, each from its carried archive if one is committed; an entry whose datasets this call does not have
     is passed over (:func:`carry_calls`). Writes ``out/queue-report.json`` and the rates it measured into
-    ``out/rates.json`` (beside those there); returns each entry's report (:func:`run`)."""
+    ``out/rates.json`` (beside those there) and :func:`scratch`, where the visit's later calls find them; returns
+    each entry's report (:func:`run`)."""
     check_real("--minutes", minutes, 0, strict_low=True, hint="wall minutes this call may use")
     print(f"afl queue: on {machine(device)}", flush=True)
     t_end = time.monotonic() + minutes * 60
+    Path(out).mkdir(parents=True, exist_ok=True)
     env = {}
     if pack is not None:
         env["AFL_DATA"] = str(unpack(pack, data_root))
         print(f"afl queue: data unpacked into {data_root}, MD5s checked", flush=True)
+    kept = scratch() / "rates.json"          # what the earlier calls of this visit measured
+    if kept.is_file():
+        rates = {**load_rates(kept), **(rates or {})}
     reports, ran = [], set()
     present = present_datasets(pending_datasets(rates), root=data_root if pack is not None else None)
     for e in QUEUE:
@@ -559,7 +570,8 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
                 print(f"afl queue: measuring {e.name} failed ({type(error).__name__}: {error})", flush=True)
                 continue
             rates = {**(rates or RATES), (e.model, e.width): (rate, basis)}
-            save_rates(Path(out) / "rates.json", e, rate, basis)
+            for path in (Path(out) / "rates.json", kept):
+                save_rates(path, e, rate, basis)
             ran.discard(e.name)
             print(f"afl queue: {e.name}: {rate:,.0f} client-steps/s, {e.minutes(rates):.1f} minutes, "
                   f"{e.status(rates)}", flush=True)
@@ -589,6 +601,7 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
 def save_rates(path: Path, entry: Entry, rate: float, basis: str) -> None:
     """Add ``entry``'s measured rate to the rates file ``path`` (:func:`load_rates` reads it; commit it to
     :data:`RATES`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     saved = json.loads(path.read_text()) if path.is_file() else {"rates": []}
     saved["rates"].append({"model": entry.model, "clients": entry.width, "rate": round(rate, 1), "basis": basis})
     path.write_text(json.dumps(saved, indent=1))

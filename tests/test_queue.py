@@ -15,6 +15,12 @@ from afl.repro import ghbm
 FAST = {(e.model, e.width): (1e12, "test") for e in queue.QUEUE}
 
 
+@pytest.fixture(autouse=True)
+def own_scratch(monkeypatch, tmp_path):
+    """Each test its own scratch folder (a visit keeps measured rates there for its later calls)."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+
+
 def test_entries_are_exact_invocations_with_steps_from_their_settings(monkeypatch, tmp_path):
     rows = {r["name"]: r for r in queue.listing()}
     fedavg = rows["ghbm-cifar10-noniid-fedavg"]
@@ -119,6 +125,11 @@ def test_a_visit_measures_an_entrys_rate_when_its_turn_comes_then_runs_it_if_it_
     rates = queue.load_rates(tmp_path / "rates.json")
     assert queue.next_entries(60, rates) == FIG7[:1]                  # stops where a rate is still to be measured
     assert queue.to_measure(rates, skip=["fedast-fig7-fedast"]).name == "fedast-fig7-sync-st"
+    events.clear()                                                  # the visit's next call keeps the rate
+    queue.visit([], 9, tmp_path / "call2", device="cpu")
+    assert events == ["run fedast-fig7-fedast", "measure fedast-fig7-sync-st", "run fedast-fig7-fedast-static",
+                      "run fedast-fig7-fedast-code"]
+    assert not (tmp_path / "call2" / "rates.json").exists()
     slow = rates | {("fedast-fig7 sync-st", 1): (100.0, "slow")}
     assert queue.find("fedast-fig7-sync-st").status(slow).startswith("needs a faster engine")
     assert queue.next_entries(60, slow) == [FIG7[0], FIG7[2], FIG7[3]]
