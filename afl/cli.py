@@ -197,6 +197,9 @@ def _queue(args) -> int:
         print(f"\nminutes: on one H100, client steps over these rates (client-steps/s):")
         for (model, width), (rate, basis) in (rates or queue.RATES).items():
             print(f"  {model} at {width} {'run(s)' if ' ' in model else 'clients a call'}: {rate:,.0f} ({basis})")
+        unmeasured = dict.fromkeys(f"{e.model} at {e.width} run(s)" for e in queue.QUEUE if not e.measured(rates))
+        if unmeasured:
+            print(f"  not measured yet ({queue.RATE_PROBE} measures them): {'; '.join(unmeasured)}")
         return 0
     reports = queue.visit([queue.find(n) for n in args.entries], args.minutes, Path(args.out), device=args.device,
                           rates=rates, pack=Path(args.pack) if args.pack else None, data_root=Path(args.data_root),
