@@ -250,3 +250,12 @@ def test_an_entry_stopped_at_its_deadline_goes_on_from_its_archive(tmp_path):
     second = queue.run(entry, 0.2, tmp_path / "out2", work=tmp_path / "work2", resume_from=first["archive"], **args)
     assert second["stopped_at_deadline"]
     assert saved_round(second["archive"], tmp_path / "x2") > r1
+
+
+def test_every_entry_without_a_rate_has_a_short_run_to_measure_it_and_that_run_is_a_valid_setting():
+    from dataclasses import replace
+    unmeasured = [e for e in queue.QUEUE if not e.measured()]
+    assert unmeasured and all(e.probe for e in unmeasured)
+    for e in unmeasured:
+        cfg = replace(e, sets=e.sets | e.probe).setting()        # the setting's own checks pass
+        assert all(getattr(cfg, k) == v for k, v in e.probe.items())
