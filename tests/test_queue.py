@@ -259,3 +259,14 @@ def test_every_entry_without_a_rate_has_a_short_run_to_measure_it_and_that_run_i
     for e in unmeasured:
         cfg = replace(e, sets=e.sets | e.probe).setting()        # the setting's own checks pass
         assert all(getattr(cfg, k) == v for k, v in e.probe.items())
+
+
+def test_ghbm_entries_count_their_steps_exactly_within_afls_bound_on_the_work():
+    """GHBM's entries count their runs' steps exactly; afl's limit check bounds them from above, FedCM-full's
+    every client included."""
+    from afl.repro import estimate
+    for e in (e for e in queue.QUEUE if e.experiment == "ghbm-table2"):
+        bound = estimate(e.experiment, seeds=e.sets["seeds"], **{k: v for k, v in e.sets.items() if k != "seeds"})
+        assert e.client_steps() <= bound.client_steps, e.name
+    full = queue.find("ghbm-shakespeare-noniid-b")
+    assert "fedcm-full" in full.sets["methods"] and full.client_steps() == (6 * 10 + 100) * 250 * 20

@@ -253,9 +253,10 @@ class GhbmSetting:
         return out
 
     def work(self) -> Work:
-        """The work of one run: ``rounds`` of ``per_round`` clients taking ``local_steps`` steps, an evaluation
-        every ``eval_every`` rounds."""
-        return Work(self.rounds * self.per_round * self.local_steps, evaluations(self.rounds, self.eval_every),
+        """At most the work of one run: ``rounds`` of ``per_round`` clients (every client where FedCM-full is among
+        the methods) taking ``local_steps`` steps, an evaluation every ``eval_every`` rounds."""
+        clients = self.clients if "fedcm-full" in self.methods else self.per_round
+        return Work(self.rounds * clients * self.local_steps, evaluations(self.rounds, self.eval_every),
                     fields_of(self, "rounds", "clients", "participation", "local_steps"),
                     fields_of(self, "eval_every", "rounds"))
 
