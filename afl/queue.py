@@ -80,9 +80,8 @@ CHECKPOINT_MB = {("cnn-cifar", "fedavg"): 6.7, ("cnn-cifar", "fedcm"): 9.9, ("cn
 #: the status of an entry that has no rate yet, and what measures one: a short run of the entry on the GPU
 UNMEASURED = "waits for its rate"
 RATE_PROBE = "a visit (afl queue run: a short run of the entry itself on the GPU, when its turn comes)"
-#: FedAST's Fig. 7 in the paper (a reference, not ours): FedAST's last task finishes at 619, 40.1 % sooner than
-#: Sync-ST's. Its entries stop at 1.5 times these (``total_time``): a run as slow as the paper's by half still ends.
-FIG7_PAPER_FINISH = {"fedast": 619.0, "sync-st": 619.0 / (1 - 0.401)}
+#: FedAST's Fig. 7 entries stop at this many times the paper's finish times (``total_time``;
+#: :data:`afl.repro.fedast.PAPER_FIG7_FINISH`: FedAST 619, Sync-ST 1,033): a run as slow as the paper's by half ends
 FIG7_HORIZON = 1.5
 #: time units of a Fig. 7 run that measure its entry's rate: its first server steps, all four tasks training (the
 #: cheap MNIST model among them, so the rate is a little above the whole run's, whose end trains CIFAR-10 and
@@ -240,7 +239,7 @@ QUEUE: list[Entry] = [
                  "(merge them with --reuse into results/ghbm/shakespeare)")
       for part, methods, width in (("a", SHAKESPEARE_A, 100), ("c", SHAKESPEARE_C, 20), ("b", SHAKESPEARE_B, 160))
       for split in ("noniid", "iid")],
-    *[_fedast_fig7(m, round(FIG7_HORIZON * FIG7_PAPER_FINISH["sync-st" if m == "sync-st" else "fedast"]))
+    *[_fedast_fig7(m, round(FIG7_HORIZON * fedast.PAPER_FIG7_FINISH["sync-st" if m == "sync-st" else "fedast"]))
       for m in ("fedast", "sync-st", "fedast-static", "fedast-code")],
     *_by_method("qafel-table1", qafel.TABLE1_METHODS, "qafel/table1/paper", "qafel-table1 row", ("cifar10-jpeg",),
                 {"max_uploads": 3000}, "QAFeL Table 1 and its ablation on the offline substitute, the paper's "
@@ -374,8 +373,9 @@ def tree_bytes(repo: Path = REPO) -> int:
 def carry_calls(packed: list[Path], dest: Path = PACK, budget: int | None = None) -> list[list[Path]]:
     """The top folders of ``packed`` files (under ``dest``: one per dataset, e.g. ``.gpu/data/cifar10``), in their
     order, split into the device calls that can carry them (each into the first call with room for it): each
-    call's folders within ``budget`` bytes (default: a call's 64 MiB less the working tree). A visit's calls keep what the earlier ones unpacked (``/tmp`` stays on a
-    warm machine), so an entry whose datasets do not fit one call runs in the call that brings the last of them."""
+    call's folders within ``budget`` bytes (default: a call's 64 MiB less the working tree). A visit's calls keep
+    what the earlier ones unpacked (``/tmp`` stays on a warm machine), so an entry whose datasets do not fit one
+    call runs in the call that brings the last of them."""
     budget = CALL_CARRY_BYTES - tree_bytes() if budget is None else budget
     sizes: dict[Path, int] = {}
     for f in packed:

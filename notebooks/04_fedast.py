@@ -249,7 +249,8 @@ for name in ("fedast-fig7", "fedast-fig5", "fedast-fig2"):
 # times at which the paper's runs finished (its Fig. 7; Sync-ST's from the 40.1 %), labelled references here.
 
 # %%
-PAPER_FINISH = {"fedast-static": 619.0, "sync-st": 619.0 / (1 - 0.401)}    # the paper's Fig. 7, a reference
+PAPER_FINISH = {"fedast-static": fr.PAPER_FIG7_FINISH["fedast"],           # the paper's Fig. 7, a reference
+                "sync-st": fr.PAPER_FIG7_FINISH["sync-st"]}
 paper = fr.setting("fedast-fig7", quick=False)
 taskset, cap = paper.tasksets[0], paper.caps[0]
 plan = {m: fr.planned_client_steps(fr.setting("fedast-fig7", quick=False, total_time=t), taskset, m, cap, seed=0)
