@@ -200,6 +200,11 @@ def _queue(args) -> int:
         unmeasured = dict.fromkeys(f"{e.model} at {e.width} run(s)" for e in queue.QUEUE if not e.measured(rates))
         if unmeasured:
             print(f"  not measured yet ({queue.RATE_PROBE} measures them): {'; '.join(unmeasured)}")
+        fleet = queue.FLEET
+        rate, basis = fleet.rate(queue.FLEET_RATES)
+        print(f"\nbeside the queue, a visit's fleet step (tools/gpu_visit.py): afl {' '.join(fleet.argv)}\n    "
+              f"{fleet.note}; at most {fleet.client_steps():,} client steps, {fleet.minutes(queue.FLEET_RATES):.1f} "
+              f"min at {rate:,.0f} client-steps/s ({basis})")
         return 0
     reports = queue.visit([queue.find(n) for n in args.entries], args.minutes, Path(args.out), device=args.device,
                           rates=rates, pack=Path(args.pack) if args.pack else None, data_root=Path(args.data_root),
@@ -394,8 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run: the archive a stopped entry left (default: its committed one in "
                         "results/gpu-queue-carry/, if any)")
     q.add_argument("--allow-partial", action="store_true",
-                   help="run: where no entry fits the minutes left, start the next one anyway, to stop at the "
-                        "deadline with its checkpoints and go on in a later call")
+                   help="run: where no entry fits the minutes left, start the next whose checkpoints come back "
+                        "from a call anyway, to stop at the deadline and go on in a later visit (an entry named "
+                        "starts whatever its checkpoints: a later call on the same machine goes on from them)")
     q.add_argument("--rates", default=None, metavar="JSON",
                    help="list/run: rates measured since, over the built-in ones: [{model, clients, rate, basis}, ...] "
                         "or {\"rates\": [...]} (tools/gpu_visit.py's rates.json)")

@@ -96,7 +96,8 @@ class Entry:
     ``datasets``: what it loads; ``model`` and ``width``, the key of its rate: the model and clients per engine call
     (a FedAST entry: the experiment and method, and its runs; its calls' widths follow the schedule); ``waits_for``:
     why it cannot run yet; ``probe``: the ``--set`` fields of a short run of it that measures its rate on the GPU
-    (:func:`measure_rate`), for an entry :data:`RATES` has no rate for."""
+    (:func:`measure_rate`), for an entry :data:`RATES` has no rate for; ``flags``: more options of the command
+    (``--processes 8``)."""
 
     name: str
     experiment: str
@@ -108,12 +109,13 @@ class Entry:
     note: str = ""
     waits_for: str = ""
     probe: dict = field(default_factory=dict, compare=False)
+    flags: tuple = ()
 
     @property
     def argv(self) -> list[str]:
         sets = [a for k, v in self.sets.items() if k != "seeds"
                 for a in ("--set", f"{k}={','.join(v) if isinstance(v, tuple) else v}")]
-        return ["repro", self.experiment, "--seeds", str(self.sets["seeds"]), *sets, "--device", "cuda"]
+        return ["repro", self.experiment, "--seeds", str(self.sets["seeds"]), *sets, "--device", "cuda", *self.flags]
 
     def setting(self):
         """The experiment's paper-scale setting with the entry's ``--set`` fields."""
@@ -251,6 +253,18 @@ QUEUE: list[Entry] = [
             splits=("noniid",), methods=(m,), eval_every=20)
       for m in ("fedavg", "fedhbm", "fedcm", "ghbm", "localghbm")],
 ]
+
+
+#: Issue 41's fleet figure, measured by a visit beside the queue (``tools/gpu_visit.py``, step ``fleet``): FAVAS's
+#: paper-scale Table 2 (210 runs) in 8 processes, timed end to end. Its goal is under 60 s on one H100; it took 145 s
+#: on an H200 (results/favas/table2/h200-processes), not yet run on an H100.
+FLEET = Entry("favas-table2-h100-processes", "favas-table2", {"seeds": 10}, "favas/table2/h100-processes",
+              "favas-table2 fleet", 8, ("mnist",), flags=("--processes", "8"),
+              note="FAVAS Table 2 at the paper's scale, 10 seeds, 8 processes: the whole command's wall time (goal: "
+                   "under 60 s on one H100)")
+#: the fleet's only measured rate, an H200's: what sizes its call until an H100's is measured
+FLEET_RATES = {(FLEET.model, FLEET.width): (16_742_753 / 145, "measured on an H200, 8 processes: 16,742,753 client "
+                                            "steps in 145 s end to end (results/favas/table2/h200-processes)")}
 
 
 def carry(entry: Entry) -> Path:
@@ -503,12 +517,30 @@ def measure_rate(entry: Entry, device: str = "cuda", env: dict | None = None, ti
     subprocess.run([sys.executable, "-m", "afl.cli", *(argv or short.argv), "--out", str(work)],
                    env={**os.environ, **(env or {})}, check=True, timeout=timeout)
     seconds = time.monotonic() - t0
-    runs = json.loads((work / f"{entry.experiment}.json").read_text())["runs"]
-    steps = sum(sum(t["client_steps"] for t in r["tasks"]) if "tasks" in r else r["computed_client_steps"]
-                for r in runs)                 # FedAST's runs count per task
+    _, steps = computed(work, entry.experiment)
     sets = " ".join(f"{k}={v}" for k, v in entry.probe.items())
     return steps / seconds, (f"measured in a visit on {machine(device)}: a short run of the entry ({sets}), "
                              f"{steps:,} client steps in {seconds:.1f} s end to end (afl queue run)")
+
+
+def computed(folder: Path, experiment: str) -> tuple[int, int]:
+    """The runs and client steps an ``afl repro <experiment> --out folder`` computed: those of its result, or of its
+    finished runs (``<experiment>.partial.jsonl``) where it was stopped before the end. FedAST's runs count their
+    steps per task."""
+    folder = Path(folder)
+    result = folder / f"{experiment}.json"
+    if result.is_file():
+        runs = json.loads(result.read_text())["runs"]
+    else:
+        partial = folder / f"{experiment}.partial.jsonl"
+        runs = []
+        for line in partial.read_text().splitlines() if partial.is_file() else []:
+            try:
+                runs.append(json.loads(line))
+            except ValueError:                   # a line cut off where the command was stopped
+                pass
+    return len(runs), sum(sum(t["client_steps"] for t in r["tasks"]) if "tasks" in r else r["computed_client_steps"]
+                          for r in runs)
 
 
 def load_rates(path: Path) -> dict:
@@ -531,7 +563,8 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
           allow_partial: bool = False) -> list[dict]:
     """``afl queue run``: check the machine, unpack ``pack`` (its MD5s checked), then run ``entries`` (default: the
     next that fit the ``minutes``, measuring first the rate of an entry whose turn it is and that has none; with
-    ``allow_partial`` and none fitting, the next that goes on from carried checkpoints) one after the other within
+    ``allow_partial`` and none fitting, the next whose checkpoints come back, to go on in a later visit; an entry
+    named in ``entries`` starts with ``allow_partial`` whatever its checkpoints) one after the other within
     the minutes, each from its carried archive if one is committed; an entry whose datasets this call does not have
     is passed over (:func:`carry_calls`). Writes ``out/queue-report.json`` and the rates it measured into
     ``out/rates.json`` (beside those there) and :func:`scratch`, where the visit's later calls find them; returns
@@ -578,8 +611,8 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
         return next_entries(left(), rates, skip=ran)
 
     chosen = list(entries or turns())
-    if not chosen and allow_partial:
-        chosen = [e for e in QUEUE if e.name not in ran and e.status(rates) == "pending"][:1]
+    if not chosen and allow_partial:         # minutes spent on a run whose checkpoints stay behind would be lost
+        chosen = [e for e in QUEUE if e.name not in ran and e.status(rates) == "pending" and e.carried()][:1]
     if not chosen:
         raise ParameterError("--minutes", minutes, "time for at least the next pending entry, with its data carried: "
                              + "; ".join(f"{r['name']} needs {r['minutes'] + OVERHEAD_MIN:.1f}" for r in listing(rates)
@@ -606,6 +639,6 @@ def save_rates(path: Path, entry: Entry, rate: float, basis: str) -> None:
     saved["rates"].append({"model": entry.model, "clients": entry.width, "rate": round(rate, 1), "basis": basis})
     path.write_text(json.dumps(saved, indent=1))
 
-__all__ = ["QUEUE", "RATES", "RATE_PROBE", "Entry", "find", "listing", "next_entries", "to_measure", "pack", "unpack",
-           "pending_datasets", "tree_bytes", "carry_calls", "present_datasets", "machine", "run", "measure_rate",
-           "load_rates", "save_rates", "visit"]
+__all__ = ["QUEUE", "RATES", "RATE_PROBE", "FLEET", "FLEET_RATES", "Entry", "find", "listing", "next_entries",
+           "to_measure", "pack", "unpack", "pending_datasets", "tree_bytes", "carry_calls", "present_datasets",
+           "machine", "run", "measure_rate", "computed", "load_rates", "save_rates", "visit"]

@@ -79,6 +79,24 @@ def test_a_visit_goes_on_down_the_queue_while_entries_fit_the_minutes_left(monke
 
 
 
+def test_where_nothing_fits_a_visit_starts_only_an_entry_whose_checkpoints_come_back(monkeypatch, tmp_path):
+    """With --allow-partial and no entry fitting, the minutes go to the first pending entry that can go on in a later
+    visit (FedAvg's 6.7 MB checkpoints), not to the first pending one, whose checkpoints would stay behind; with no
+    such entry, nothing is started."""
+    slow = {key: (1000.0, "slow") for key in FAST}                       # no entry fits 5 minutes
+    monkeypatch.setattr(queue.Entry, "result", lambda self: tmp_path / "not-committed.json")
+    started = []
+    monkeypatch.setattr(queue, "run", lambda entry, minutes, out, **kw: started.append(entry.name) or {})
+    queue.visit([], 5, tmp_path / "a", device="cpu", rates=slow, allow_partial=True)
+    first = next(e for e in queue.QUEUE if e.status(slow) == "pending")
+    assert not first.carried() and started == ["ghbm-cifar10-noniid-fedavg"]
+    monkeypatch.setattr(queue.Entry, "carried", lambda self: False)
+    with pytest.raises(ParameterError, match="--minutes=5"):
+        queue.visit([], 5, tmp_path / "b", device="cpu", rates=slow, allow_partial=True)
+    queue.visit([first], 5, tmp_path / "c", device="cpu", rates=slow, allow_partial=True)     # named: it starts
+    assert started[-1] == first.name
+
+
 FIG7 = [e for e in queue.QUEUE if e.experiment == "fedast-fig7"]
 
 
@@ -270,3 +288,37 @@ def test_ghbm_entries_count_their_steps_exactly_within_afls_bound_on_the_work():
         assert e.client_steps() <= bound.client_steps, e.name
     full = queue.find("ghbm-shakespeare-noniid-b")
     assert "fedcm-full" in full.sets["methods"] and full.client_steps() == (6 * 10 + 100) * 250 * 20
+
+
+def test_the_fleet_figure_is_the_issues_command_sized_for_one_call():
+    """Issue 41's fleet figure runs beside the queue (not one of its reproductions), as the issue states it, and its
+    bound on the work fits a call at the only rate measured so far (an H200's)."""
+    assert "afl " + " ".join(queue.FLEET.argv) == "afl repro favas-table2 --seeds 10 --device cuda --processes 8"
+    assert queue.FLEET.name not in {e.name for e in queue.QUEUE}
+    steps = queue.FLEET.client_steps()
+    assert steps >= 16_742_753                        # at least what the H200's run computed (a bound, not a plan)
+    assert queue.FLEET.minutes(queue.FLEET_RATES) == pytest.approx(steps / (16_742_753 / 145) / 60)
+    assert queue.FLEET.minutes(queue.FLEET_RATES) < queue.CALL_MINUTES
+
+
+def test_what_a_command_computed_is_read_from_its_result_or_from_the_runs_it_finished(tmp_path):
+    runs = [{"computed_client_steps": 40}, {"tasks": [{"client_steps": 5}, {"client_steps": 7}]}]
+    (tmp_path / "x.json").write_text(json.dumps({"runs": runs}))
+    assert queue.computed(tmp_path, "x") == (2, 52)
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    assert queue.computed(stopped, "x") == (0, 0)
+    (stopped / "x.partial.jsonl").write_text("\n".join(json.dumps(r) for r in runs) + '\n{"computed_cli')
+    assert queue.computed(stopped, "x") == (2, 52)    # the line cut off by the stop is not a run
+
+
+@pytest.mark.slow
+def test_a_visit_times_the_fleet_table_end_to_end_and_brings_its_folder_back(tmp_path):
+    sys.path.insert(0, str(queue.REPO / "tools"))
+    import gpu_visit
+    row = gpu_visit.table_in_processes(tmp_path / "out", 300, cpu=True)
+    assert row["finished"] and row["exit_code"] == 0 and row["runs"] == 21 and row["client_steps"] > 0
+    assert row["command"] == "afl repro favas-table2 --quick --seeds 1 " + " ".join(gpu_visit.CPU_FLEET)
+    assert row["cpu_s"] > 0 and row["client_steps_per_s"] == pytest.approx(row["client_steps"] / row["wall_s"], 0.01)
+    with tarfile.open(tmp_path / "out" / row["archive"]) as tar:
+        assert "favas-table2.json" in tar.getnames()

@@ -11,15 +11,18 @@ In order, each step within its share of ``--minutes`` of wall time:
 3. ``tools/conv_wgrad_probe.py`` (the ways to compute a grouped convolution's weight gradient, alone), then
    ``afl bench local-sgd`` on cnn-cifar and resnet20, calls of 10 to 400 clients, float32 and bf16, graphs off and
    on (one JSON line each, in bench.jsonl; the card in every line), and a kernel profile of one call;
-4. a probe of the queue's first entries' end-to-end rate: GHBM's CIFAR-10 protocol for a few hundred rounds, FedAvg
+4. the fleet: FAVAS's paper-scale Table 2 as ``afl repro favas-table2 --seeds 10 --device cuda --processes 8``,
+   timed end to end (``afl.queue.FLEET``; goal: under 60 s on an H100), then ``afl bench fleet --device cuda --json
+   --processes 8`` (``--fleet-minutes`` for both);
+5. a probe of the queue's first entries' end-to-end rate: GHBM's CIFAR-10 protocol for a few hundred rounds, FedAvg
    and FedHBM alone and as a fleet of both, which gives the rates the queue sizes its entries with;
-5. ``afl queue run`` with the minutes left and those rates; an entry with no rate yet (FedAST's Fig. 7) has it
+6. ``afl queue run`` with the minutes left and those rates; an entry with no rate yet (FedAST's Fig. 7) has it
    measured there when its turn comes (a short run of the entry itself), added to rates.json.
 
 Everything lands in ``--out`` (at most 8 files come back from a device call): visit.log (the caller's tee),
-tests.log, bench.jsonl, profile.txt, rates.json (the probe's figures and the rates), queue-report.json and the
-entries' archives. ``--cpu-test`` runs every step on the CPU
-with tiny settings (to check the script, not to measure anything).
+tests.log, bench.jsonl, profile.txt, the fleet's archive, rates.json (the probe's figures and the rates),
+queue-report.json and the entries' archives: a call that runs the queue skips the steps before it. ``--cpu-test``
+runs every step on the CPU with tiny settings (to check the script, not to measure anything).
 """
 from __future__ import annotations
 
@@ -142,6 +145,62 @@ def profile(out: Path, cpu: bool) -> None:
     (out / "profile.txt").write_text(prof.key_averages().table(sort_by=sort, row_limit=30, max_name_column_width=70))
 
 
+#: what the fleet step runs on the CPU instead (``--cpu-test``): FAVAS's quick grid, 100 time units, 2 processes
+CPU_FLEET = ["--set", "total_time=100", "--device", "cpu", "--processes", "2"]
+
+
+def fleet(out: Path, seconds: float, cpu: bool) -> None:
+    """Issue 41's fleet figures, one line each in bench.jsonl with the card: :func:`table_in_processes`, then
+    ``afl bench fleet --device cuda --json --processes 8`` (the quick grid one by one, as one fleet and in 8
+    processes) in what is left of ``seconds``."""
+    import torch
+    card = "cpu" if cpu else torch.cuda.get_device_name(0)
+    t_end = time.monotonic() + seconds
+    row = table_in_processes(out, seconds, cpu)
+    cmd = [sys.executable, "-m", "afl.cli", "bench", "fleet", "--json"] + (
+        CPU_FLEET if cpu else ["--processes", "8", "--device", "cuda"])
+    left = t_end - time.monotonic()
+    with open(out / "bench.jsonl", "a") as f:
+        f.write(json.dumps(row | {"card": card}) + "\n")
+        log(f"fleet: {row}")
+        if left < 30:
+            log(f"fleet: no time left for {' '.join(cmd[3:])}")
+            return
+        try:
+            done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=left)
+            rows = ([json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+                    or [{"error": f"exit code {done.returncode}: {done.stderr[-500:]}"}])
+        except subprocess.TimeoutExpired:
+            rows = [{"error": f"not finished in {left:.0f} s"}]
+        for line in rows:
+            f.write(json.dumps(line | {"probe": "bench fleet", "command": " ".join(cmd[3:]), "card": card}) + "\n")
+            log(f"bench fleet: {line}")
+
+
+def table_in_processes(out: Path, seconds: float, cpu: bool) -> dict:
+    """FAVAS's paper-scale Table 2 (210 runs) as ``afl repro favas-table2 --seeds 10 --device cuda --processes 8``
+    (:data:`afl.queue.FLEET`; goal: under 60 s on an H100, 145 s on an H200), started fresh and timed end to end
+    (process start-up, data loading and evaluations included) by the queue's runner, which stops it cleanly at the
+    deadline and archives its folder into ``out``. Returns the figures: wall and CPU seconds, runs and client steps
+    computed."""
+    import resource
+    import shutil
+    from afl import queue
+    argv = ["repro", "favas-table2", "--quick", "--seeds", "1", *CPU_FLEET] if cpu else None
+    work = queue.scratch() / queue.FLEET.name
+    shutil.rmtree(work, ignore_errors=True)              # a timing of the whole table, not of a resumed part
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    report = queue.run(queue.FLEET, seconds / 60, out, device="cpu" if cpu else "cuda", rates=queue.FLEET_RATES,
+                       argv=argv, allow_partial=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    runs, steps = queue.computed(work, queue.FLEET.experiment)
+    return {"probe": "fleet", "command": "afl " + " ".join(argv or queue.FLEET.argv), "wall_s": report["seconds"],
+            "finished": report["finished"], "exit_code": report["exit_code"], "runs": runs, "client_steps": steps,
+            "client_steps_per_s": round(steps / report["seconds"], 1),
+            "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+            "archive": Path(report["archive"]).name}
+
+
 def probe(out: Path, cpu: bool) -> list[dict]:
     """GHBM's CIFAR-10 protocol (alpha = 0) for a few hundred rounds: end-to-end client-steps/s of FedAvg and FedHBM
     alone (10 clients a call) and of the headline's five methods as one fleet (50), the rates the queue's entries
@@ -186,7 +245,9 @@ def main(argv=None) -> int:
     p.add_argument("--minutes", type=float, default=9.3, help="wall minutes of the whole visit")
     p.add_argument("--bench-minutes", type=float, default=1.75)
     p.add_argument("--cpu-test", action="store_true", help="every step on the CPU, tiny (checks the script)")
-    p.add_argument("--skip", nargs="*", default=[], choices=["tests", "bench", "profile", "probe", "queue"])
+    p.add_argument("--fleet-minutes", type=float, default=4.0)
+    p.add_argument("--skip", nargs="*", default=[],
+                   choices=["tests", "bench", "profile", "fleet", "probe", "queue"])
     args = p.parse_args(argv)
     t_end = time.monotonic() + args.minutes * 60
     out = Path(args.out)
@@ -208,6 +269,8 @@ def main(argv=None) -> int:
             log("profile: written")
         except Exception as error:  # noqa: BLE001
             log(f"profile failed: {error!r}")
+    if "fleet" not in args.skip:
+        fleet(out, args.fleet_minutes * 60, args.cpu_test)
     rates_file = None
     if "probe" not in args.skip:
         probe(out, args.cpu_test)
