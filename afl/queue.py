@@ -145,9 +145,18 @@ class Entry:
         sizes = [CHECKPOINT_MB.get((self.model, m)) for m in self.sets.get("methods", ())]
         return None if not sizes or None in sizes else max(sizes)
 
+    def checkpoints_mb(self) -> float | None:
+        """The checkpoints of all its runs together, what a call stopped at its deadline leaves (the runs of a fleet
+        are live together; None: not measured)."""
+        if self.checkpoint_mb() is None:
+            return None
+        runs = self.sets["seeds"] * len(getattr(self.setting(), "splits", ("one",)))
+        return round(runs * sum(CHECKPOINT_MB[self.model, m] for m in self.sets["methods"]), 1)
+
     def carried(self) -> bool:
-        """Whether its runs' checkpoints can come back from a call (so it can go on over several visits)."""
-        mb = self.checkpoint_mb()
+        """Whether its runs' checkpoints can come back from a call, all in one archive (so it can go on over several
+        visits)."""
+        mb = self.checkpoints_mb()
         return mb is not None and mb * 1e6 <= RETURN_BYTES
 
     def result(self) -> Path:
@@ -164,9 +173,9 @@ class Entry:
         if not self.measured(rates):
             return f"{UNMEASURED}, which {RATE_PROBE} measures"
         if self.minutes(rates) > CALL_MINUTES and not self.carried():
-            mb = self.checkpoint_mb()
+            mb = self.checkpoints_mb()
             why = ("no checkpoint of its runs is known to come back" if mb is None
-                   else f"a {mb} MB checkpoint cannot come back")
+                   else f"its runs' {mb} MB of checkpoints cannot come back")
             return f"needs a faster engine: {self.minutes(rates):.0f} minutes > a call's {CALL_MINUTES:.0f}, and {why}"
         return "pending"
 
@@ -482,25 +491,47 @@ def run(entry: Entry, minutes: float, out: Path, device: str = "cuda", resume_fr
     seconds = time.monotonic() - t0
     finished = code == 0 and (work / f"{entry.experiment}.json").is_file()
     archive = out / f"{entry.name}.tar.gz"
-    left_behind = []
-    with tarfile.open(archive, "w:gz") as tar:
-        for p in sorted(work.rglob("*")):
-            if not p.is_file():
-                continue
-            if p.suffix == ".ckpt" and (finished or p.stat().st_size > RETURN_BYTES):
-                if not finished:
-                    left_behind.append(f"{p.name} ({p.stat().st_size / 1e6:.0f} MB)")
-                continue
-            tar.add(p, arcname=str(p.relative_to(work)))
+    carried_back, left_behind = _archive(work, archive, finished)
     return {"entry": entry.name, "finished": finished, "stopped_at_deadline": stopped, "exit_code": code,
             "seconds": round(seconds, 1), "estimated_minutes": round(need, 2), "archive": str(archive),
             "archive_mb": round(archive.stat().st_size / 1e6, 2), "checkpoints_left_behind": left_behind,
-            "commit": (f"mkdir -p results/{entry.dest} && tar xzf {archive.name} -C results/{entry.dest} "
-                       f"--exclude='*.checkpoints' --exclude='*.partial.jsonl' && git rm -q --ignore-unmatch "
-                       f"{carry(entry).relative_to(REPO)}" if finished else
-                       f"cp {archive.name} {carry(entry).relative_to(REPO)} (the next visit goes on from it)"
-                       if not left_behind else "nothing: its checkpoints cannot come back; in the next call of this "
-                       f"visit, 'afl queue run {entry.name}' goes on from those left on the machine")}
+            "commit": _what_to_commit(entry, archive.name, finished, bool(carried_back), bool(left_behind))}
+
+
+def _archive(work: Path, archive: Path, finished: bool) -> tuple[list[Path], list[str]]:
+    """Write ``archive`` (a tar.gz that must come back from the call: at most :data:`RETURN_BYTES`) with the files
+    of ``work``: the results, and where the runs stopped midway, the checkpoints that fit beside them (checkpoints
+    written halfway are left out). Returns the checkpoints it holds and those left behind (name and size)."""
+    files = [p for p in sorted(work.rglob("*")) if p.is_file() and not p.name.endswith(".ckpt.part")]
+    results = [p for p in files if p.suffix != ".ckpt"]
+    room = RETURN_BYTES - sum(p.stat().st_size for p in results)     # a checkpoint hardly compresses
+    carried_back, left_behind = [], []
+    for p in [] if finished else [p for p in files if p.suffix == ".ckpt"]:
+        if p.stat().st_size <= room:         # beyond, the archive would not come back, results and all
+            carried_back.append(p)
+            room -= p.stat().st_size
+        else:
+            left_behind.append(f"{p.name} ({p.stat().st_size / 1e6:.0f} MB)")
+    with tarfile.open(archive, "w:gz") as tar:
+        for p in results + carried_back:
+            tar.add(p, arcname=str(p.relative_to(work)))
+    return carried_back, left_behind
+
+
+def _what_to_commit(entry: Entry, archive: str, finished: bool, carried_back: bool, left_behind: bool) -> str:
+    """What to do with an entry's archive: its results into ``results/``, or the archive of a run stopped midway into
+    :func:`carry`, for the next visit to go on from."""
+    if finished:
+        return (f"mkdir -p results/{entry.dest} && tar xzf {archive} -C results/{entry.dest} "
+                f"--exclude='*.checkpoints' --exclude='*.partial.jsonl' && git rm -q --ignore-unmatch "
+                f"{carry(entry).relative_to(REPO)}")
+    here = f"in the next call of this visit, 'afl queue run {entry.name}' goes on from those left on the machine"
+    if not left_behind:
+        return f"cp {archive} {carry(entry).relative_to(REPO)} (the next visit goes on from it)"
+    if carried_back:
+        return (f"cp {archive} {carry(entry).relative_to(REPO)} (the next visit goes on from it; the runs whose "
+                f"checkpoints could not come back start over, unless, {here})")
+    return f"nothing: its checkpoints cannot come back; {here}"
 
 
 def measure_rate(entry: Entry, device: str = "cuda", env: dict | None = None, timeout: float | None = None,

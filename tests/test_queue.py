@@ -322,3 +322,33 @@ def test_a_visit_times_the_fleet_table_end_to_end_and_brings_its_folder_back(tmp
     assert row["cpu_s"] > 0 and row["client_steps_per_s"] == pytest.approx(row["client_steps"] / row["wall_s"], 0.01)
     with tarfile.open(tmp_path / "out" / row["archive"]) as tar:
         assert "favas-table2.json" in tar.getnames()
+
+
+def test_a_stopped_entrys_archive_takes_the_checkpoints_that_fit_one_returned_file(monkeypatch, tmp_path):
+    """A call returns files of at most 16 MiB: an archive with every checkpoint of a fleet could exceed it and then
+    nothing would come back, results included. It takes the results and the checkpoints that fit beside them."""
+    monkeypatch.setattr(queue, "RETURN_BYTES", 1000)
+    work = tmp_path / "work"
+    (work / "x.checkpoints").mkdir(parents=True)
+    (work / "x.partial.jsonl").write_bytes(b"r" * 300)
+    for name, size in (("a.ckpt", 400), ("b.ckpt", 400), ("c.ckpt", 200), ("d.ckpt.part", 100)):
+        (work / "x.checkpoints" / name).write_bytes(b"\0" * size)
+    carried, left = queue._archive(work, tmp_path / "x.tar.gz", finished=False)
+    assert [p.name for p in carried] == ["a.ckpt", "c.ckpt"] and left == ["b.ckpt (0 MB)"]
+    with tarfile.open(tmp_path / "x.tar.gz") as tar:
+        assert sorted(tar.getnames()) == ["x.checkpoints/a.ckpt", "x.checkpoints/c.ckpt", "x.partial.jsonl"]
+    assert queue._archive(work, tmp_path / "y.tar.gz", finished=True) == ([], [])
+    entry = queue.find("ghbm-cifar10-noniid-fedavg")
+    assert "the next visit goes on from it; the runs whose" in queue._what_to_commit(entry, "x", False, True, True)
+    assert queue._what_to_commit(entry, "x", False, False, True).startswith("nothing")
+
+
+def test_whether_an_entry_goes_on_over_visits_counts_the_checkpoints_of_all_its_runs():
+    from dataclasses import replace
+    fedavg = queue.find("ghbm-cifar10-noniid-fedavg")
+    assert fedavg.checkpoints_mb() == 6.7 and fedavg.carried()
+    pair = replace(fedavg, sets=fedavg.sets | {"methods": ("fedavg", "fedcm")})
+    assert pair.checkpoint_mb() == 9.9 and pair.checkpoints_mb() == 16.6 and pair.carried()   # 16.6 MB < 16 MiB
+    assert replace(pair, sets=pair.sets | {"seeds": 2}).checkpoints_mb() == 33.2
+    assert not replace(pair, sets=pair.sets | {"seeds": 2}).carried()          # each run small, all of them not
+    assert not replace(pair, sets=pair.sets | {"splits": ("iid", "noniid")}).carried()
