@@ -44,6 +44,8 @@ PACK = REPO / ".gpu" / "data"
 OVERHEAD_MIN = 0.75
 #: a file larger than this does not come back from a device call; such checkpoints stay behind
 RETURN_BYTES = 16 << 20
+#: what comes back from a device call at most: files, and bytes together
+RETURN_FILES, RETURN_TOTAL = 8, 64 << 20
 #: what a device call carries at most, the working tree included
 CALL_CARRY_BYTES = 64 << 20
 #: where the archive of an entry stopped midway is committed, for the next visit to go on from (``carry(entry)``)
@@ -649,6 +651,11 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
                              + "; ".join(f"{r['name']} needs {r['minutes'] + OVERHEAD_MIN:.1f}" for r in listing(rates)
                                          if r["status"] == "pending" and r["name"] not in ran)[:400])
     while chosen:
+        if not room_for_an_archive(Path(out)):
+            print(f"afl queue: {out} holds what a call brings back ({RETURN_FILES} files, {RETURN_TOTAL >> 20} MiB, "
+                  f"with this call's report and rates): {', '.join(e.name for e in chosen)} wait for the next call",
+                  flush=True)
+            break
         entry = chosen.pop(0)
         ran.add(entry.name)
         print(f"afl queue: {entry.name}: afl {' '.join(entry.argv)} ({left():.1f} minutes left)", flush=True)
@@ -662,6 +669,15 @@ def visit(entries: list[Entry], minutes: float, out: Path, device: str = "cuda",
     return reports
 
 
+def room_for_an_archive(out: Path) -> bool:
+    """Whether one more entry's archive (at most :data:`RETURN_BYTES`) would come back from the call with what ``out``
+    holds and the report and rates a visit writes there last (:data:`RETURN_FILES`, :data:`RETURN_TOTAL`)."""
+    files = [p for p in out.rglob("*") if p.is_file()]
+    last = {"queue-report.json", "rates.json"} - {p.name for p in files}
+    return (len(files) + len(last) + 1 <= RETURN_FILES
+            and sum(p.stat().st_size for p in files) + RETURN_BYTES <= RETURN_TOTAL)
+
+
 def save_rates(path: Path, entry: Entry, rate: float, basis: str) -> None:
     """Add ``entry``'s measured rate to the rates file ``path`` (:func:`load_rates` reads it; commit it to
     :data:`RATES`)."""
@@ -672,4 +688,4 @@ def save_rates(path: Path, entry: Entry, rate: float, basis: str) -> None:
 
 __all__ = ["QUEUE", "RATES", "RATE_PROBE", "FLEET", "FLEET_RATES", "Entry", "find", "listing", "next_entries",
            "to_measure", "pack", "unpack", "pending_datasets", "tree_bytes", "carry_calls", "present_datasets",
-           "machine", "run", "measure_rate", "computed", "load_rates", "save_rates", "visit"]
+           "machine", "run", "measure_rate", "computed", "load_rates", "room_for_an_archive", "save_rates", "visit"]

@@ -97,6 +97,27 @@ def test_where_nothing_fits_a_visit_starts_only_an_entry_whose_checkpoints_come_
     assert started[-1] == first.name
 
 
+@pytest.mark.parametrize("archive_mib, runs", [(0, 5), (15, 4)])
+def test_a_visit_starts_no_entry_whose_archive_would_not_come_back(archive_mib, runs, monkeypatch, tmp_path):
+    """A call brings back 8 files, 64 MiB together: beside visit.log and the report and rates written last, five
+    archives; of 15 MiB each, four (a fifth would pass 64 MiB with the 16 MiB the next may take). The rest wait."""
+    monkeypatch.setattr(queue.Entry, "status", lambda self, rates=None: "pending")
+    monkeypatch.setattr(queue.Entry, "minutes", lambda self, rates=None: 0.1)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "visit.log").write_text("the caller's tee\n")
+
+    def archived(entry, minutes, out, **kw):
+        with open(out / f"{entry.name}.tar.gz", "wb") as f:
+            f.truncate(archive_mib << 20)
+        return {"entry": entry.name}
+    monkeypatch.setattr(queue, "run", archived)
+    reports = queue.visit([], 9, out, device="cpu")
+    assert [r["entry"] for r in reports] == [e.name for e in queue.QUEUE[:runs]]
+    files = list(out.iterdir())
+    assert len(files) <= queue.RETURN_FILES - 1 and sum(f.stat().st_size for f in files) <= queue.RETURN_TOTAL
+
+
 FIG7 = [e for e in queue.QUEUE if e.experiment == "fedast-fig7"]
 
 
