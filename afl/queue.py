@@ -72,11 +72,16 @@ RATES = {
                                 "100,000 client steps in 68 s on an H100 (results/ghbm/shakespeare/runs/noniid-c)"),
 }
 
-#: MB of one run's checkpoint by (model, method), measured on the CPU at round 11 of GHBM's CIFAR-10 protocol
-#: (AFL_CHECKPOINT_EVERY=0): the server's state, and LocalGHBM's and FedHBM's anchor for each of the 100 clients.
+#: MB of one run's checkpoint by (model, method), measured on the CPU by ``tools/checkpoint_sizes.py``: GHBM's
+#: CIFAR-10 protocol at round 11 (``--rounds 11``; GHBM's tau = 10 past models full), its Shakespeare protocol at round
+#: 2 (the pending entries' methods; their state is whole after one round). The server's state, and each client's
+#: table: LocalGHBM's and FedHBM's anchor for each of the 100 clients, FedDyn's and AdaBest's correction.
 #: A file over 16 MiB does not come back from a device call, so such a run must end within the calls of one visit.
 CHECKPOINT_MB = {("cnn-cifar", "fedavg"): 6.7, ("cnn-cifar", "fedcm"): 9.9, ("cnn-cifar", "ghbm"): 38.7,
-                 ("cnn-cifar", "localghbm"): 325.9, ("cnn-cifar", "fedhbm"): 325.9}
+                 ("cnn-cifar", "localghbm"): 325.9, ("cnn-cifar", "fedhbm"): 325.9,
+                 ("char-lstm", "fedprox"): 1.1, ("char-lstm", "feddyn"): 55.1, ("char-lstm", "adabest"): 55.1,
+                 ("char-lstm", "mime"): 2.2, ("char-lstm", "mimemom"): 2.2, ("char-lstm", "mimelitemom"): 2.2,
+                 ("char-lstm", "fedcm-full"): 1.7}
 
 
 #: the status of an entry that has no rate yet, and what measures one: a short run of the entry on the GPU
