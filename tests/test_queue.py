@@ -1,5 +1,6 @@
 """The GPU queue (afl.queue), on the CPU: its entries and estimates, the data that travels, a refused entry, a tiny
-entry run to its archive, and an entry stopped at its deadline that goes on from its archive."""
+entry run to its archive, an entry stopped at its deadline that goes on from its archive, what a call can bring back,
+and the visit's fleet figure."""
 import json
 import os
 import subprocess
@@ -77,7 +78,6 @@ def test_a_visit_goes_on_down_the_queue_while_entries_fit_the_minutes_left(monke
     queue.visit([], 9, tmp_path, device="cpu")
     assert ran == [e.name for e in queue.QUEUE]
     assert json.loads((tmp_path / "queue-report.json").read_text()) == [{"entry": n} for n in ran]
-
 
 
 def test_where_nothing_fits_a_visit_starts_only_an_entry_whose_checkpoints_come_back(monkeypatch, tmp_path):
