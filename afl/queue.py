@@ -147,18 +147,23 @@ class Entry:
     def minutes(self, rates: dict | None = None) -> float:
         return self.client_steps() / self.rate(rates)[0] / 60
 
-    def checkpoint_mb(self) -> float | None:
-        """The largest checkpoint of one of its runs (:data:`CHECKPOINT_MB`; None: not measured)."""
+    def _checkpoint_sizes(self) -> list[float] | None:
+        """MB of one run's checkpoint for each of its methods (:data:`CHECKPOINT_MB`; None: not all measured)."""
         sizes = [CHECKPOINT_MB.get((self.model, m)) for m in self.sets.get("methods", ())]
-        return None if not sizes or None in sizes else max(sizes)
+        return None if not sizes or None in sizes else sizes
+
+    def checkpoint_mb(self) -> float | None:
+        """The largest checkpoint of one of its runs (None: not measured)."""
+        sizes = self._checkpoint_sizes()
+        return None if sizes is None else max(sizes)
 
     def checkpoints_mb(self) -> float | None:
         """The checkpoints of all its runs together, what a call stopped at its deadline leaves (the runs of a fleet
         are live together; None: not measured)."""
-        if self.checkpoint_mb() is None:
+        sizes = self._checkpoint_sizes()
+        if sizes is None:
             return None
-        runs = self.sets["seeds"] * len(getattr(self.setting(), "splits", ("one",)))
-        return round(runs * sum(CHECKPOINT_MB[self.model, m] for m in self.sets["methods"]), 1)
+        return round(self.sets["seeds"] * len(getattr(self.setting(), "splits", ("one",))) * sum(sizes), 1)
 
     def carried(self) -> bool:
         """Whether its runs' checkpoints can come back from a call, all in one archive (so it can go on over several
@@ -387,7 +392,6 @@ def unpack(src: Path, dest: Path) -> Path:
     return dest
 
 
-
 def pending_datasets(rates: dict | None = None) -> list[str]:
     """The datasets of the entries not done yet, in the order the queue first needs them."""
     return list(dict.fromkeys(d for e in QUEUE if e.status(rates) != "done" for d in e.datasets))
@@ -565,18 +569,10 @@ def computed(folder: Path, experiment: str) -> tuple[int, int]:
     """The runs and client steps an ``afl repro <experiment> --out folder`` computed: those of its result, or of its
     finished runs (``<experiment>.partial.jsonl``) where it was stopped before the end. FedAST's runs count their
     steps per task."""
-    folder = Path(folder)
-    result = folder / f"{experiment}.json"
-    if result.is_file():
-        runs = json.loads(result.read_text())["runs"]
-    else:
-        partial = folder / f"{experiment}.partial.jsonl"
-        runs = []
-        for line in partial.read_text().splitlines() if partial.is_file() else []:
-            try:
-                runs.append(json.loads(line))
-            except ValueError:                   # a line cut off where the command was stopped
-                pass
+    from .results import PartialRuns
+    result = Path(folder) / f"{experiment}.json"
+    runs = (json.loads(result.read_text())["runs"] if result.is_file()
+            else PartialRuns(Path(folder) / f"{experiment}.partial.jsonl", key="").saved())
     return len(runs), sum(sum(t["client_steps"] for t in r["tasks"]) if "tasks" in r else r["computed_client_steps"]
                           for r in runs)
 

@@ -117,9 +117,13 @@ class PartialRuns:
                     run = None
                 yield i, run if isinstance(run, dict) and "setting_key" in run else None
 
+    def saved(self) -> list[dict]:
+        """The runs saved so far, of any setting (readable lines; a line cut off by an interruption is not one)."""
+        return [run for _, run in self._lines() if run is not None]
+
     def count(self) -> int:
         """Runs saved so far (readable lines, of any setting)."""
-        return sum(run is not None for _, run in self._lines())
+        return len(self.saved())
 
 
 def progress_bar(total: int, enabled: bool = True, **kwargs):

@@ -330,7 +330,12 @@ def test_what_a_command_computed_is_read_from_its_result_or_from_the_runs_it_fin
     stopped = tmp_path / "stopped"
     stopped.mkdir()
     assert queue.computed(stopped, "x") == (0, 0)
-    (stopped / "x.partial.jsonl").write_text("\n".join(json.dumps(r) for r in runs) + '\n{"computed_cli')
+    from afl.results import PartialRuns
+    saved = PartialRuns(stopped / "x.partial.jsonl", "its setting")      # as afl repro saves its finished runs
+    for r in runs:
+        saved.append(r)
+    with open(saved.path, "a") as f:
+        f.write('{"computed_cli')
     assert queue.computed(stopped, "x") == (2, 52)    # the line cut off by the stop is not a run
 
 
