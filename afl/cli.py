@@ -156,15 +156,16 @@ def _report(args) -> int:
     from . import scoreboard
     from .repro import repo_root
     root = Path(args.root) if args.root else repo_root()
+    if args.json:
+        print(scoreboard.board_json(root))
+        return 0
     if args.check:
         stale = scoreboard.stale(root)
         for path in stale:
-            print(f"{path.relative_to(root)} is stale: run `afl report` and commit it", file=sys.stderr)
+            print(f"{path.relative_to(root.resolve())} is stale: run `afl report` and commit it", file=sys.stderr)
         return 1 if stale else 0
-    for path, text in scoreboard.build(root).items():
-        changed = not path.is_file() or path.read_text() != text
-        path.write_text(text)
-        print(f"{'wrote' if changed else 'unchanged'} {path.relative_to(root)}")
+    for path, changed in scoreboard.write(root):
+        print(f"{'wrote' if changed else 'unchanged'} {path.relative_to(root.resolve())}")
     return 0
 
 
@@ -374,10 +375,14 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_verdicts)
 
     s = sub.add_parser("report", help="the scoreboard: every paper claim decided from the committed results",
-                       description="Write results/README.md (each paper's claims: paper, afl, rule, status, scale, "
-                                   "device, seeds, command) and the summary lines between the markers of README.md, "
-                                   "from the committed JSON results alone.")
+                       description="Write results/README.md (every cell of the papers' main tables and every "
+                                   "ordering their text states: paper, afl, rule, status, scale, device, command) and "
+                                   "the summary lines between the markers of README.md, from the committed JSON "
+                                   "results alone.")
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale file")
+    s.add_argument("--json", action="store_true", help="write nothing; print the board as JSON: per claim its "
+                   "paper, id, source, the paper's value, ± and seeds, afl's value, interval and seeds, the rule, "
+                   "the status, and the fields in which its result's setting differs from the paper's")
     s.add_argument("--root", default=None, help="the repository (default: the one holding this folder)")
     s.set_defaults(func=_report)
 
@@ -426,6 +431,15 @@ def main(argv=None) -> int:
     except BrokenPipeError:               # the reader went away (afl queue --json | head): nothing left to say
         sys.stdout = open(os.devnull, "w")
         return 0
+    except OSError as err:             # a file that cannot be read or written: name it
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"afl: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
+    except Exception as err:           # anything else unexpected: one line (AFL_TRACEBACK=1 shows where)
+        if os.environ.get("AFL_TRACEBACK") == "1":
+            raise
+        print(f"afl: error: {type(err).__name__}: {err} (AFL_TRACEBACK=1 shows where)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -319,9 +319,12 @@ def test_reuse_takes_identical_runs_and_replot_computes_nothing(tiny_experiment,
     assert "2 of the 2 runs taken from the --reuse results" in (out / "favas-fig1.md").read_text()
     assert "--reuse results" not in (out / "favas-table2.md").read_text()
     assert main(["repro", "favas-fig2", "--out", str(tmp_path / "empty"), "--replot"]) == 2
-    # each reused run names the invocation that computed it, and the report lists them (a merged table's sources)
+    # each reused run names the invocation and the afl commit that computed it, and the report lists them (a merged
+    # table's sources)
     table_result = json.loads(table.read_text())
-    assert all(r["source"] == {"machine": table_result["machine"], "command": table_result["command"]} for r in runs)
+    assert table_result["afl_commit"]["commit"] or table_result["afl_commit"]["version"]
+    assert all(r["source"] == {"machine": table_result["machine"], "command": table_result["command"],
+                               "afl_commit": table_result["afl_commit"]} for r in runs)
     assert f"- (a) 2 runs: `{table_result['command']}` on {table_result['machine']}" in \
         (out / "favas-fig1.md").read_text()
     assert "Where the runs were computed" not in (out / "favas-table2.md").read_text()

@@ -1,4 +1,6 @@
-"""The scoreboard (afl.scoreboard, `afl report`) and the results' layout by paper."""
+"""The scoreboard (afl.scoreboard, `afl report`): the committed board is what afl report writes, every cell of the
+papers' main tables is on it, statuses come from hand-made results as the rules say, and bad data stops it with an
+error naming the file, never a traceback and never a write outside the repository."""
 import json
 import re
 import subprocess
@@ -7,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from afl import claims as c
 from afl import scoreboard as sb
 from afl.cli import main
+from afl.papers import PAPERS
 from afl.repro import EXPERIMENTS, canonical_out, committed, repo_root
 
 ROOT = repo_root(Path(__file__).parent)
+T2 = ROOT / "results/favas/table2/favas-table2.json"
 
 
 def test_the_committed_scoreboard_is_what_afl_report_writes():
@@ -20,97 +25,201 @@ def test_the_committed_scoreboard_is_what_afl_report_writes():
     assert main(["report", "--check", "--root", str(ROOT)]) == 0
 
 
-def test_every_paper_has_six_claims_or_more_each_with_a_computed_status():
-    claims = sb.papers()
-    assert list(claims) == ["FAVAS", "GHBM", "QAFeL", "FedAST"]
-    ids = [c.id for cs in claims.values() for c in cs]
+def test_every_cell_of_the_main_tables_and_every_statement_is_a_claim():
+    claims = [x for cs in sb.papers().values() for x in cs]
+    ids = [x.id for x in claims]
     assert len(ids) == len(set(ids))
-    for paper, cs in claims.items():
-        assert len(cs) >= 6, paper
-        for c in cs:
-            v = sb.verdict(c, ROOT)
-            assert v["status"] in sb.STATUSES
-            if c.probe:                                   # an explanation is a committed file
-                assert (ROOT / c.probe).is_file(), c.probe
-            if v["status"] == sb.NOT_RUN:                 # not run: what to run and what it costs
-                assert v["command"].startswith("afl ") and "client steps" in v["cost"]
-            else:
-                assert v["afl"] != "–" and v["device"] and v["scale"]
+    numbers = {id(x.rule.number) for x in claims if hasattr(x.rule, "number")}
+    tables = {"FAVAS": ("TABLE2",), "GHBM": ("TABLE2", "TABLE3", "TABLE4", "TABLE8", "TABLE9"),
+              "QAFeL": ("TABLE1", "TABLE2")}
+    for paper, names in tables.items():
+        for name in names:
+            missing = [n.where for n in getattr(PAPERS[paper], name) if id(n) not in numbers]
+            assert missing == [], f"{paper} {name}"
+    quotes = {x.quote for x in claims}
+    for paper, module in PAPERS.items():
+        stated = [s.quote for s in vars(module).values() if isinstance(s, c.Statement)]
+        assert stated and set(stated) <= quotes, paper
+    for x in claims:                                       # each claim is computable, or says why afl cannot
+        assert bool(x.unsupported) != bool(x.measure and x.result and x.run), x.id
+        assert x.run is None or x.run.experiment in EXPERIMENTS
 
 
-def _claim(**kw):
-    base = dict(id="t", text="FAVAS beats FedAvg", paper="88.9 against 38.7 %", result="favas/table2/favas-table2",
-                measure=sb.Difference(("rows", "favas", "iid", "mean"), ("rows", "fedavg", "iid", "mean")),
-                rule=sb.Above(0), unit="points")
-    return sb.Claim(**(base | kw))
+def test_afl_report_json_gives_every_field_of_a_claim(capsys):
+    assert main(["report", "--json", "--root", str(ROOT)]) == 0
+    board = json.loads(capsys.readouterr().out)
+    rows = [r for p in board["papers"].values() for r in p["claims"]]
+    assert len(rows) == sum(len(x) for x in sb.papers().values())
+    for r in rows:
+        assert {"paper", "id", "source", "paper_value", "paper_pm", "paper_seeds", "rule", "status", "afl"} <= set(r)
+        assert r["status"] in c.STATUSES + c.EXACT_STATUSES
+        if r["afl"] is not None:
+            assert {"value", "low", "high", "seeds"} <= set(r["afl"]) and "fields" in r["scale"]
+        elif r["status"] == c.NOT_RUN:
+            assert (r["command"] or "").startswith("afl repro ") and "client steps" in r["cost"] or r["why"]
+    table2 = next(r for r in rows if r["id"] == "favas-t2-fedavg-iid")
+    assert table2["paper_pm"] == 0.3 and table2["paper_seeds"] == 10 and table2["afl"]["seeds"] == 10
 
 
-@pytest.fixture
-def root(tmp_path):
-    """A repository of one result: FAVAS 91, FedAvg 94 on IID (two seeds each), computed on a CPU."""
-    rows = {"favas": {"iid": {"mean": 91.0, "std": 0.1, "per_seed": [91.0, 91.0]}},
-            "fedavg": {"iid": {"mean": 94.0, "std": 0.1, "per_seed": [94.0, 94.0]}}}
-    config = json.loads((ROOT / "results/favas/table2/favas-table2.json").read_text())["config"]
-    result = {"experiment": "favas-table2", "command": "afl repro favas-table2 --seeds 2", "quick": False,
-              "machine": "Linux x86_64, 2 CPU cores, device cpu", "config": config | {"seeds": 2}, "rows": rows,
-              "runs": [{"method": "favas"}]}
-    folder = tmp_path / "results/favas/table2"
-    folder.mkdir(parents=True)
-    (folder / "favas-table2.json").write_text(json.dumps(result))
-    (tmp_path / "probe.md").write_text("why")
+# ---------------------------------------------------------------------------------------------- hand-made results
+def _repo(tmp_path, runs, config=None, readme=True):
+    """A repository holding one FAVAS Table 2 result made of ``runs`` (method, split, seed -> final accuracy)."""
+    saved = json.loads(T2.read_text())
+    result = {"experiment": "favas-table2", "command": "afl repro favas-table2 --seeds 10", "quick": False,
+              "machine": saved["machine"], "config": saved["config"] | (config or {}),
+              "runs": [{"method": m, "split": s, "seed": seed, "final_accuracy": a}
+                       for (m, s, seed), a in runs.items()]}
+    (tmp_path / "results/favas/table2").mkdir(parents=True)
+    (tmp_path / "results/favas/table2/favas-table2.json").write_text(json.dumps(result))
+    if readme:
+        (tmp_path / "README.md").write_text(f"# x\n\n{sb.BEGIN}\nold\n{sb.END}\n\nrest\n")
     return tmp_path
 
 
-def test_a_status_is_computed_from_the_result_and_the_rule(root):
-    assert sb.verdict(_claim(), root)["status"] == sb.OPEN                     # -3 points: above 0 does not hold
-    assert sb.verdict(_claim(probe="probe.md"), root)["status"] == sb.EXPLAINED
-    assert sb.verdict(_claim(probe="missing.md"), root)["status"] == sb.OPEN    # a probe must be committed
-    flipped = sb.Difference(("rows", "fedavg", "iid", "mean"), ("rows", "favas", "iid", "mean"))
-    v = sb.verdict(_claim(measure=flipped), root)
-    assert v["status"] == sb.REPRODUCED and v["afl"] == "3.0 points"
-    assert v["scale"] == "the paper's" and v["device"] == "CPU, 2 CPU cores" and v["seeds"] == "2 (paper 10)"
-    assert v["command"] == "afl repro favas-table2 --seeds 2"                    # the canonical folder: no --out
-    absent = sb.verdict(_claim(result="favas/fig3a/favas-fig3a"), root)
-    assert absent["status"] == sb.NOT_RUN and absent["command"] == "afl repro favas-fig3a"
-    assert re.search(r"client steps and \d+ evaluations \(7 runs\)", absent["cost"])
+def _verdicts(root) -> dict:
+    return {r["id"]: r for p in sb.board(root)["papers"].values() for r in p["claims"]}
 
 
-def test_rules_and_measures():
-    m = sb.Measured
-    assert sb.Within(4.0, 1.5).holds(m(5.5)) and not sb.Within(4.0, 1.5).holds(m(5.6))
-    assert sb.Within.accuracy(88.9, 0.9) == sb.Within(88.9, 1.8) and sb.Within.accuracy(47.3) == sb.Within(47.3, 1.5)
-    assert sb.Above(0).holds(m(0.01)) and not sb.Above(0).holds(m(0.0))
-    assert sb.Between(1, 1.5).holds(m(1.5)) and not sb.Between(1, 1.5).holds(m(0.99))
-    assert sb.Covers(1.07).holds(m(1.16, 0.91, 1.49)) and not sb.Covers(1.07).holds(m(1.16))
-    result = {"rows": {"1": {"mean": 70.0, "x": [1.0, 2.0, 4.0]}, "10": {"mean": 79.0, "x": [2.0, 4.0, 8.0]},
-                       "40": {"mean": 75.0, "x": {"a": 1.0, "b": 3.0}}}}
-    assert sb.Best(("rows",), ("mean",)).of(result).value == 10.0
-    assert sb.Value(("rows", sb.FIRST, "mean")).of(result).value == 70.0
-    assert sb.Mean(("rows", sb.LAST, "x")).of(result).value == 2.0
-    assert sb.Ratio(("rows", "10", "mean"), sb.Value(("rows", "1", "mean"))).of(result).value == pytest.approx(79 / 70)
-    paired = sb.PairedRatio(("rows", "10", "x"), ("rows", "1", "x")).of(result)
-    assert paired.value == pytest.approx(2.0) and paired.low == pytest.approx(2.0)      # no spread
+def _table(seeds: int, favas=0.95, fedavg=0.934, normalized=0.95):
+    out = {}
+    for s in range(seeds):
+        wobble = 0.001 * (s % 3 - 1)
+        out[("favas", "iid", s)] = favas + wobble
+        out[("favas-normalized", "iid", s)] = normalized + wobble
+        out[("fedavg", "iid", s)] = fedavg + wobble / 2
+    return out
+
+
+def test_a_level_at_the_papers_scale_and_seeds_is_reproduced(tmp_path):
+    v = _verdicts(_repo(tmp_path, _table(10)))
+    assert v["favas-t2-fedavg-iid"]["status"] == c.REPRODUCED and v["favas-t2-favas-iid"]["status"] == c.REPRODUCED
+    assert v["favas-t2-fedavg-iid"]["scale"]["reduced"] is False
+    assert v["favas-t2-fedbuff-iid"]["status"] == c.NOT_RUN        # a row the result lacks is not run, with its cost
+    assert v["favas-t2-fedbuff-iid"]["command"].startswith("afl repro favas-table2 --seeds 10")
+
+
+def test_one_seed_or_a_reduced_field_is_never_reproduced(tmp_path):
+    one = _verdicts(_repo(tmp_path / "one", _table(1)))
+    assert one["favas-t2-favas-iid"]["status"] == c.CONSISTENT
+    assert one["favas-t2-favas-iid"]["scale"]["seeds"] == 1 and one["favas-t2-favas-iid"]["scale"]["paper_seeds"] == 10
+    reduced = _verdicts(_repo(tmp_path / "reduced", _table(10), config={"total_time": 1000.0}))
+    row = reduced["favas-t2-favas-iid"]
+    assert row["status"] == c.CONSISTENT and row["scale"]["fields"] == {"total_time": {"afl": 1000.0, "paper": 5000.0}}
+    measured = _verdicts(_repo(tmp_path / "measured", _table(10), config={"eval_every": 50.0}))
+    assert measured["favas-t2-favas-iid"]["status"] == c.REPRODUCED    # how often it is evaluated is no reduction
+    assert measured["favas-t2-favas-iid"]["scale"]["measured_every"]["eval_every"]["afl"] == 50.0
+
+
+def test_a_wide_interval_does_not_hold_an_effect(tmp_path):
+    runs = _table(3, favas=0.95, fedavg=0.90)
+    runs[("favas", "iid", 1)] = 0.85                                     # one seed reverses the ordering
+    row = _verdicts(_repo(tmp_path, runs))["favas-beats-fedavg-iid"]
+    assert row["afl"]["value"] > 0 and row["afl"]["low"] < 0 and row["status"] == c.OPEN
+
+
+def test_a_probe_explains_only_where_its_own_rule_holds(tmp_path):
+    held = _verdicts(_repo(tmp_path / "held", _table(10, favas=0.913, normalized=0.951)))["favas-t2-favas-iid"]
+    assert held["status"] == c.EXPLAINED and held["probe"]["judgement"] == c.HOLDS
+    failed = _verdicts(_repo(tmp_path / "failed", _table(10, favas=0.913, normalized=0.932)))["favas-t2-favas-iid"]
+    assert failed["status"] == c.OPEN and failed["probe"]["judgement"] == c.FAILS
+    assert failed["probe"]["closes"] == pytest.approx((93.2 - 91.3) / (95.1 - 91.3), abs=0.01)
+    text, _ = sb.scoreboard(tmp_path / "failed")
+    assert "closing 50 % of the gap" in text
 
 
 def test_afl_report_writes_and_checks_a_repository(tmp_path, capsys):
-    (tmp_path / "README.md").write_text(f"# x\n\n{sb.BEGIN}\nold\n{sb.END}\n\nrest\n")
-    assert main(["report", "--check", "--root", str(tmp_path)]) == 1
+    root = _repo(tmp_path, _table(10))
+    assert main(["report", "--check", "--root", str(root)]) == 1
     assert "results/README.md is stale" in capsys.readouterr().err
-    (tmp_path / "results").mkdir()
-    assert main(["report", "--root", str(tmp_path)]) == 0
-    readme = (tmp_path / "README.md").read_text()
-    assert "old" not in readme and readme.endswith("\n\nrest\n") and "- **FAVAS**: 0/8 claims reproduced" in readme
-    assert "**not run**" in (tmp_path / "results/README.md").read_text()
-    assert main(["report", "--check", "--root", str(tmp_path)]) == 0
-    (tmp_path / "README.md").write_text("# no markers\n")
-    assert main(["report", "--root", str(tmp_path)]) == 2
+    assert main(["report", "--root", str(root)]) == 0
+    readme = (root / "README.md").read_text()
+    assert "old" not in readme and readme.endswith("\n\nrest\n") and "- **FAVAS**: 27 claims: 3 reproduced" in readme
+    assert "**reproduced**" in (root / "results/README.md").read_text()
+    assert main(["report", "--check", "--root", str(root)]) == 0
+    (root / "README.md").write_text("# no markers\n")
+    assert main(["report", "--root", str(root)]) == 2
 
 
+# ------------------------------------------------------------------------------------------ bad data cannot fool it
+def _report(root, capsys) -> tuple[int, str]:
+    code = main(["report", "--root", str(root)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad, expected", [
+    ("Infinity", "is not valid JSON"), ("NaN", "is not valid JSON"), ('"91.3"', "a number, not the string '91.3'"),
+    ("null", "a number, not null"), ("[0.9]", "a number, not a list")])
+def test_a_bad_value_stops_the_board_naming_file_and_key(tmp_path, capsys, bad, expected):
+    root = _repo(tmp_path, _table(3))
+    path = root / "results/favas/table2/favas-table2.json"
+    text = path.read_text().replace('"final_accuracy": 0.949', f'"final_accuracy": {bad}', 1)
+    assert text != path.read_text()
+    path.write_text(text)
+    code, err = _report(root, capsys)
+    assert code == 2 and err.startswith("afl: error: results/favas/table2/favas-table2.json") and expected in err
+    assert "Traceback" not in err and not (root / "results/README.md").exists()
+
+
+def test_damaged_files_stop_the_board_naming_them(tmp_path, capsys):
+    root = _repo(tmp_path, _table(3))
+    path = root / "results/favas/table2/favas-table2.json"
+    good = path.read_text()
+    path.write_text(good[: len(good) // 2])                          # truncated
+    code, err = _report(root, capsys)
+    assert code == 2 and "results/favas/table2/favas-table2.json: is not valid JSON" in err
+    path.write_text(json.dumps({"experiment": "favas-table2", "config": [], "runs": json.loads(good)["runs"]}))
+    code, err = _report(root, capsys)
+    assert code == 2 and "favas-table2.json: experiment/config/runs" in err and "Traceback" not in err
+    path.write_text(json.dumps(json.loads(good) | {"runs": {"0": 1}}))
+    code, err = _report(root, capsys)
+    assert code == 2 and "favas-table2.json: runs: a list of runs" in err
+    path.unlink()
+    path.symlink_to(path.name)                                        # a link to itself
+    code, err = _report(root, capsys)
+    assert code == 2 and "favas-table2.json: cannot be followed" in err
+    path.unlink()
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.json"
+    outside.write_text(good)
+    path.symlink_to(outside)
+    code, err = _report(root, capsys)
+    assert code == 2 and "links outside the repository" in err
+
+
+def test_afl_report_never_writes_through_a_link(tmp_path, capsys):
+    root = _repo(tmp_path / "repo", _table(3))
+    victim = tmp_path / "victim.md"
+    victim.write_text("keep me\n")
+    (root / "results/README.md").symlink_to(victim)
+    code, err = _report(root, capsys)
+    assert code == 2 and "results/README.md is a symbolic link" in err and victim.read_text() == "keep me\n"
+    (root / "results/README.md").unlink()
+    readme = root / "README.md"
+    victim.write_text(readme.read_text())
+    readme.unlink()
+    readme.symlink_to(victim)
+    code, err = _report(root, capsys)
+    assert code == 2 and "README.md is a symbolic link" in err and "old" in victim.read_text()
+
+
+def test_the_provenance_of_every_committed_result_is_recorded():
+    """results/provenance.json (tools/provenance.py) names the commit of every committed result and what it predates;
+    the board reads it."""
+    provenance = json.loads((ROOT / "results/provenance.json").read_text())
+    for path in (ROOT / "results").rglob("*.json"):
+        data = json.loads(path.read_text())
+        if "experiment" in data:
+            entry = provenance[str(path.relative_to(ROOT))]
+            assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]) and entry["how"] in ("recorded", "committed")
+    assert provenance["results/fedast/fig7/first-wave-current/fedast-fig7.json"]["predates"] == [
+        "fedast-finish-and-realloc"]
+
+
+# ---------------------------------------------------------------------------------------------- results' layout
 def test_results_are_laid_out_by_paper():
     """Every committed result lives in results/<paper>/...; each experiment's default --out is its paper's folder."""
-    assert not list((ROOT / "results").glob("*.json"))
+    assert not [p for p in (ROOT / "results").glob("*.json") if p.name != "provenance.json"]
     for path in (ROOT / "results").rglob("*.json"):
-        if "gpu-visits" in path.parts:
+        if "gpu-visits" in path.parts or path.name == "provenance.json":
             continue
         experiment = json.loads(path.read_text()).get("experiment", path.stem)
         assert path.relative_to(ROOT / "results").parts[0] == experiment.split("-")[0], path
@@ -139,13 +248,17 @@ def test_the_readme_quickstart_runs_as_written():
 
 
 def test_every_relative_link_of_the_markdown_pages_resolves():
-    """The README, the course map, the data notes, docs/ and every results README: no moved page left a dead link."""
+    """The README, the course map, the data notes, docs/ and every results README: no moved page left a dead link;
+    the board's links to a result's settings land on their anchors."""
     pages = [ROOT / "README.md", ROOT / "notebooks/README.md", ROOT / "data/README.md", *ROOT.glob("docs/*.md"),
              *(ROOT / "results").rglob("README.md")]
     dead = [f"{page.relative_to(ROOT)}: {target}" for page in pages
             for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text())
             if not re.match(r"[a-z]+:|#", target) and not (page.parent / target.split("#")[0]).exists()]
     assert dead == []
+    board = (ROOT / "results/README.md").read_text()
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', board))
+    assert {t[1:] for t in re.findall(r"\]\((#r-[^)]+)\)", board)} <= anchors
 
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.py")) + sorted((ROOT / "notebooks/exercises").glob("*.py"))
@@ -164,3 +277,23 @@ def test_a_notebook_without_afl_says_how_to_install_it():
                           capture_output=True, text=True, cwd=ROOT)
     assert bare.returncode == 1 and bare.stderr.startswith("afl is not installed in this kernel: `pip install afl-")
     assert "afl data download mnist" in bare.stderr and "Traceback" not in bare.stderr
+
+
+def test_any_afl_command_turns_an_unexpected_error_into_one_line(monkeypatch, capsys):
+    """An OSError names its file; anything else unexpected is one line with its kind (AFL_TRACEBACK=1 re-raises)."""
+    import afl.cli as cli
+
+    def unreadable(args):
+        raise PermissionError(13, "Permission denied", "results/x.json")
+    monkeypatch.setattr(cli, "_report", unreadable)
+    assert main(["report"]) == 2
+    assert capsys.readouterr().err == "afl: error: results/x.json: Permission denied\n"
+
+    def broken(args):
+        raise TypeError("list indices must be integers")
+    monkeypatch.setattr(cli, "_report", broken)
+    assert main(["report"]) == 2
+    assert capsys.readouterr().err.startswith("afl: error: TypeError: list indices must be integers")
+    monkeypatch.setenv("AFL_TRACEBACK", "1")
+    with pytest.raises(TypeError):
+        main(["report"])

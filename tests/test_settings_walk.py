@@ -52,6 +52,7 @@ def cases():
 def stopped(monkeypatch):
     def stop(*args, **kwargs):
         raise WouldRun
+    monkeypatch.setenv("AFL_TRACEBACK", "1")                  # afl's one-line catch-all lets WouldRun through
     monkeypatch.setattr(runner, "output_dir", stop)
     monkeypatch.setattr(ghbm, "quadratic_run", stop)
 

@@ -26,8 +26,6 @@ from functools import partial as partial_fn
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.favas import MODES
 from ..budget import MAX_BATCH, SAMPLE_CLIENTS, Work, busy_clients_work, fields_of
@@ -36,10 +34,10 @@ from ..engine import PRECISIONS
 from ..errors import check_choice, check_int, check_real
 from ..fleet import Outcome
 from ..models import MODEL_NAMES
+from ..papers import favas as paper
 from ..plots import style
 from ..results import PartialRuns
 from ..runtime import resolve_device
-from ..scoreboard import Above, Claim, Difference, Value, Within
 from ..stats import error_bars, mean_std, pm
 from ..sim.speeds import two_speed
 from .runner import (MAX_SEEDS, Grid, base_setting, compute, execute, heading, paper_difference, run_tasks,
@@ -52,13 +50,12 @@ SPLITS = {
     "noniid_1of9_fast": dict(partition="shards", slow_fraction=8 / 9),
 }
 
-#: The paper's Table 2 (mean ± std over 10 runs, %), per algorithm, shown only as a labelled reference.
-PAPER_TABLE2 = {
-    "fedavg": {"iid": (93.4, 0.3), "noniid_2of3_fast": (38.7, 7.7), "noniid_1of9_fast": (44.8, 6.9)},
-    "quafl": {"iid": (92.3, 0.9), "noniid_2of3_fast": (40.7, 6.7), "noniid_1of9_fast": (45.5, 4.0)},
-    "fedbuff": {"iid": (96.0, 0.1), "noniid_2of3_fast": (85.1, 3.2), "noniid_1of9_fast": (67.3, 5.5)},
-    "favas": {"iid": (95.1, 0.1), "noniid_2of3_fast": (88.9, 0.9), "noniid_1of9_fast": (87.3, 2.3)},
-}
+#: The paper's Table 2 (mean ± std over 10 runs, %) by afl's algorithm and split names, read from its transcription
+#: (:data:`afl.papers.favas.TABLE2`); shown only as a labelled reference.
+PAPER_ROWS = {"fedavg": "FedAvg", "quafl": "QuAFL", "fedbuff": "FedBuff", "favas": "FAVAS"}
+PAPER_COLUMNS = dict(zip(SPLITS, (paper.IID, paper.TWO_THIRDS, paper.ONE_NINTH)))
+PAPER_TABLE2 = {algorithm: {split: (paper.TABLE2[row, column].value, paper.TABLE2[row, column].pm)
+                            for split, column in PAPER_COLUMNS.items()} for algorithm, row in PAPER_ROWS.items()}
 
 
 @dataclass(frozen=True)
@@ -428,46 +425,6 @@ def report(result: dict, per_run: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _cell(method: str, split: str) -> tuple:
-    return ("rows", method, split, "mean")
-
-
-def _paper(algorithm: str, split: str) -> str:
-    return "{} ± {} %".format(*PAPER_TABLE2[algorithm][split])
-
-
-_T2 = "favas/table2/favas-table2"
-NAMES = {"favas": "FAVAS (Algorithm 1 as written)", "fedavg": "FedAvg", "fedbuff": "FedBuff"}
-_WHY_REWEIGHT = ("Algorithm 1 as written divides each upload by α, the client's expected number of local steps; "
-                 "the ablation (without the reweighting) and Table 2's ᾱ/α row (favas-normalized) reach the paper's "
-                 "number, so the written 1/α, not asynchrony, costs the accuracy")
-#: The paper's headline claims, decided from the committed results (:mod:`afl.scoreboard`)
-CLAIMS = tuple(
-    [Claim(f"favas-beats-fedavg-{tag}", f"FAVAS beats FedAvg on non-IID MNIST, {words} (Table 2)",
-           f"{_paper('favas', split)} against {_paper('fedavg', split)}", _T2,
-           Difference(_cell("favas", split), _cell("fedavg", split)), Above(0), unit="points")
-     for tag, split, words in (("2of3", "noniid_2of3_fast", "2/3 of the clients fast"),
-                               ("1of9", "noniid_1of9_fast", "1/9 of the clients fast"))]
-    + [Claim("favas-beats-quafl-2of3", "FAVAS beats QuAFL on non-IID MNIST, 2/3 of the clients fast (Table 2)",
-             f"{_paper('favas', 'noniid_2of3_fast')} against {_paper('quafl', 'noniid_2of3_fast')}", _T2,
-             Difference(_cell("favas", "noniid_2of3_fast"), _cell("quafl", "noniid_2of3_fast")), Above(0),
-             unit="points")]
-    + [Claim(f"{method}-accuracy-{tag}", f"{NAMES[method]} reaches the paper's accuracy on {words} (Table 2)",
-             _paper(method, split), _T2, Value(_cell(method, split)),
-             Within.accuracy(*PAPER_TABLE2[method][split]), unit="%", **extra)
-       for method, tag, split, words, extra in (
-           ("favas", "iid", "iid", "IID MNIST", dict(probe="results/favas/ablation/favas-ablation.md",
-                                                    why=_WHY_REWEIGHT)),
-           ("favas", "2of3", "noniid_2of3_fast", "non-IID MNIST, 2/3 fast",
-            dict(probe="results/favas/ablation/favas-ablation.md", why=_WHY_REWEIGHT)),
-           ("fedavg", "iid", "iid", "IID MNIST", {}),
-           ("fedbuff", "2of3", "noniid_2of3_fast", "non-IID MNIST, 2/3 fast", {}))]
-    + [Claim("favas-beats-fedavg-cifar10", "FAVAS beats FedAvg on non-IID CIFAR-10 with ResNet-20 (Fig. 3a)",
-             "above FedAvg's curve", "favas/fig3a/favas-fig3a",
-             Difference(_cell("favas", "noniid_2of3_fast"), _cell("fedavg", "noniid_2of3_fast")), Above(0),
-             unit="points", substitute="CIFAR-10 as a lossy JPEG copy")])
-
-
-__all__ = ["METHODS", "Method", "SPLITS", "PAPER_TABLE2", "CLAIMS", "FavasSetting", "EXPERIMENTS", "setting",
+__all__ = ["METHODS", "Method", "SPLITS", "PAPER_ROWS", "PAPER_COLUMNS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting",
            "compute_run", "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2",
            "plot_accuracy", "plot_variance", "grid", "same_run", "run_experiment", "write_result", "report"]

@@ -30,10 +30,10 @@ from ..data import load_dataset, partition as make_partition
 from ..engine import PRECISIONS
 from ..errors import check, check_choice, check_int, check_real
 from ..models import MODEL_NAMES
+from ..papers import fedast as paper
 from ..plots import style
 from ..runtime import resolve_device
 from ..stats import mean_std, pm
-from ..scoreboard import FIRST, LAST, Above, Claim, Difference, Mean, Ratio, Value
 from ..sim import FEDAST_MODEL_COSTS, ShiftedExponential, three_speed
 from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, title_tag,
                      with_overrides, write_files)
@@ -64,13 +64,14 @@ STYLES = {"fedast": ("#1f77b4", "-", "FedAST (dynamic, Realloc as in the paper)"
           "sync-st-nomit": ("#7f7f7f", ":", "Sync-ST (no straggler mitigation)"),
           "sync-ucb": ("#bcbd22", "-", "Sync-UCB-ST (first k)"),
           "sync-bayes": ("#8c564b", "-", "Sync-Bayes-ST (first k)")}
-#: Paper numbers (references only): Fig. 7's mean time to target per task and method, and the gain
-PAPER_FIG7 = {"fedast": {"mnist": 99}, "fedast_all": 619, "gain": 0.401}
+#: Paper numbers (references only), read from their transcription (:mod:`afl.papers.fedast`): Fig. 7's mean time to
+#: target of FedAST's MNIST task and of its last task, and the gain over Sync-ST
+PAPER_FIG7 = {"fedast": {"mnist": int(paper.FIG7.numbers[0].value)}, "fedast_all": int(paper.FIG7.numbers[1].value),
+              "gain": round(paper.FIG7.numbers[2].value / 100, 6)}
 #: Fig. 7's times until the last task reached its target (references only): FedAST's, and Sync-ST's from the gain
 PAPER_FIG7_FINISH = {"fedast": PAPER_FIG7["fedast_all"], "sync-st": PAPER_FIG7["fedast_all"] / (1 - PAPER_FIG7["gain"])}
 #: App. D.6: the largest gain of dynamic over static allocation (reference only)
-PAPER_D6_GAIN = 0.119
-
+PAPER_D6_GAIN = round(paper.D6.numbers[0].value / 100, 6)
 
 def split_method(method: str) -> tuple[str, tuple | None]:
     """``"sync-st:2/1"`` -> ``("sync-st", (2, 1))``: a synchronous method with its own allocation (proportions of
@@ -731,42 +732,6 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
 
 
 
-def _time(method: str, taskset: str = FIRST) -> tuple:
-    return ("rows", taskset, method, "time_to_all_targets", "mean")
-
-
-_FIG2 = "fedast/fig2/fedast-fig2"
-#: The paper's headline claims, decided from the committed results (:mod:`afl.scoreboard`)
-CLAIMS = (
-    Claim("fedast-fig7-gain", "FedAST finishes all tasks sooner than the best-tuned Sync-ST (Fig. 7)",
-          "40.1 % sooner (four tasks)", "fedast/fig7/fedast-fig7", Value(("rows", FIRST, "gain_vs_sync", "fedast")),
-          Above(0), unit="(fraction of Sync-ST's time)", digits=3),
-    Claim("fedast-d6-dynamic", "Dynamic allocation (Realloc) finishes sooner than static (App. D.6)",
-          "up to 11.9 % sooner", "fedast/d6/fedast-d6", Value(("rows", FIRST, "gain_vs_static", "fedast")), Above(0),
-          unit="(fraction of static's time)", digits=3),
-    Claim("fedast-fig2-gain", "FedAST (static) trains faster than the synchronous methods on identical tasks (Fig. 2)",
-          "faster than Sync-ST (six CIFAR-10 tasks)", _FIG2, Value(("rows", FIRST, "gain_vs_sync", "fedast-static")),
-          Above(0), unit="(fraction of Sync-ST's time)", digits=3),
-    Claim("fedast-fig2-stragglers", "Without straggler mitigation the synchronous method is by far the slowest "
-          "(Fig. 2)", "by far the slowest", _FIG2, Ratio(_time("sync-st-nomit"), _time("sync-st")), Above(1.5),
-          unit="× Sync-ST's time", digits=2),
-    Claim("fedast-fig2-ucb", "UCB client selection gains nothing over Sync-ST (Fig. 2)", "no gain", _FIG2,
-          Ratio(_time("sync-ucb"), _time("sync-st")), Above(0.95), unit="× Sync-ST's time", digits=2),
-    Claim("fedast-fig5-six-tasks", "FedAST's gain over Sync-ST holds with the most tasks (Fig. 5: it grows with "
-          "the number of tasks)", "a gain at 2, 4 and 6 tasks, growing", "fedast/fig5/fedast-fig5",
-          Value(("rows", LAST, "gain_vs_sync", "fedast-static")), Above(0), unit="(fraction of Sync-ST's time)",
-          digits=3, probe="results/fedast/fig5/code-dispatch/fedast-fig5.md",
-          why="with the first requests sent as the authors' code sends them (every task's first wave at once, "
-              "`cap_first=False`), FedAST's gain grows with the tasks and is positive at six"),
-    Claim("fedast-fig3-buffer", "The buffer matters more as more clients are active (Fig. 3)",
-          "FedAST-NoBuffer falls behind at high active-client ratios", "fedast/fig3/fedast-fig3",
-          Difference(Difference(Mean(("rows", LAST, "fedast-static", "final_accuracy")),
-                                Mean(("rows", LAST, "fedast-nobuffer", "final_accuracy"))),
-                     Difference(Mean(("rows", FIRST, "fedast-static", "final_accuracy")),
-                                Mean(("rows", FIRST, "fedast-nobuffer", "final_accuracy")))),
-          Above(0), unit="(accuracy)", digits=3),
-)
-
-__all__ = ["CLAIMS", "TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "same_run",
+__all__ = ["TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "same_run",
            "summarize", "grid", "run_experiment", "write_result", "report", "figure", "sweep_figure", "buffer_figure",
            "curves_figure"]

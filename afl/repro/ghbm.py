@@ -48,15 +48,15 @@ from ..engine import PRECISIONS
 from ..errors import ParameterError, check, check_choice, check_int, check_real
 from ..fleet import Outcome
 from ..models import MODEL_NAMES
+from ..papers import ghbm as paper
 from ..plots import style
 from ..runtime import resolve_device
-from ..scoreboard import Above, Best, Between, Claim, Difference, Value, Within
 from ..stats import error_bars, mean_std, pm, series_mean_std
 from ..theory.ghbm import unseen_fraction_moment
 from ..results import output_dir
-from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_sources, run_tasks,
-                     same_settings, source_tags,
-                     saved_config, set_flags, settings_record, title_tag, with_overrides, write_files)
+from .runner import (MAX_SEEDS, Grid, afl_commit, base_setting, execute, heading, machine, paper_difference,
+                     run_sources, run_tasks, same_settings, saved_config, set_flags, settings_record, source_tags,
+                     stop_if_estimating, title_tag, with_overrides, write_files)
 
 #: Table 2's rows (GHBM itself is in the tau sweep and Table 3; ``fedcm-full``: FedCM with every client)
 TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
@@ -118,18 +118,20 @@ RATE_SOURCES = {
                     "adabest": "Table 7's alpha as mu; server beta = 0.9 ours (the paper states none)"},
 }
 
-#: Paper numbers (references only): Table 8 (CIFAR-10, CNN) and Table 2 (Shakespeare), (non-iid, iid) means.
-PAPER = {
-    "cifar10": {"fedavg": (66.1, 83.1), "fedprox": (66.1, 83.1), "scaffold": (74.8, 82.9), "feddyn": (70.9, 83.5),
-                "adabest": (66.1, 83.1), "mime": (75.1, 83.1), "fedavgm": (67.6, 83.6), "fedcm": (69.0, 83.4),
-                "fedadc": (66.1, 83.4), "mimemom": (80.9, 83.1), "mimelitemom": (78.8, 83.2),
-                "localghbm": (81.1, 83.7), "fedhbm": (81.7, 83.8)},
-    "shakespeare": {"fedavg": (47.3, 47.1), "fedprox": (47.3, 47.1), "scaffold": (50.2, 50.1),
-                    "feddyn": (50.7, 50.8), "adabest": (47.3, 47.1), "mime": (48.3, 48.5), "fedavgm": (50.0, 50.4),
-                    "scaffold-m": (50.8, 51.0), "fedcm": (49.2, 50.4), "fedadc": (49.2, 50.4),
-                    "mimemom": (48.5, 48.9), "mimelitemom": (49.1, 49.4), "fedcm-full": (51.3, 51.5),
-                    "localghbm": (51.2, 51.1), "fedhbm": (51.3, 51.4)},
-}
+#: Table 2's rows (and Table 8's, where MIME is "Mime") by afl's method names
+PAPER_ROWS = dict(zip(("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m", "fedcm",
+                       "fedadc", "mimemom", "mimelitemom", "fedcm-full", "localghbm", "fedhbm"), paper.ROWS))
+
+
+def _paper_column(table, non_iid: str, iid: str) -> dict:
+    rows = {m: ("Mime" if m == "mime" and table is paper.TABLE8 else r) for m, r in PAPER_ROWS.items()}
+    return {m: (table[r, non_iid].value, table[r, iid].value) for m, r in rows.items() if (r, non_iid) in table.cells}
+
+
+#: Paper numbers (references only), read from their transcription (:mod:`afl.papers.ghbm`): Table 8 (CIFAR-10, CNN)
+#: and Table 2 (Shakespeare), (non-iid, iid) means.
+PAPER = {"cifar10": _paper_column(paper.TABLE8, "CIFAR-10 (CNN) non-IID", "CIFAR-10 (CNN) IID"),
+         "shakespeare": _paper_column(paper.TABLE2, "Shakespeare non-IID", "Shakespeare IID")}
 
 #: methods a curve panel's own legend holds; more share one legend under the figure
 LEGEND_COLUMNS = 7
@@ -927,6 +929,7 @@ def run_quadratic(out="results", quick: bool = False, fresh: bool = False, allow
     for field in overrides:
         check_choice("setting field", field, [f.name for f in fields(QuadraticSetting)])
     cfg = with_overrides(QuadraticSetting(), overrides)
+    stop_if_estimating(cfg.work())
     check_work(cfg.work(), allow_large, "--allow-large", changed=overrides)
     saved = Path(out) / "ghbm-quadratic.json"
     if saved.is_file() and not fresh:
@@ -944,9 +947,9 @@ def run_quadratic(out="results", quick: bool = False, fresh: bool = False, allow
         for name, (tau, who, momentum) in QUADRATIC_METHODS.items():
             curves[str(J)][name] = quadratic_run(cfg, J, period if tau == "1/C" else tau,
                                                  cfg.clients if who == "all" else cfg.per_round, momentum)
-    from .runner import machine
     command = "afl repro ghbm-quadratic" + set_flags(overrides)
-    result = {"experiment": "ghbm-quadratic", "command": command, "machine": machine("cpu"), "quick": quick,
+    result = {"experiment": "ghbm-quadratic", "command": command, "machine": machine("cpu"),
+              "afl_commit": afl_commit(), "quick": quick,
               "config": {f.name: getattr(cfg, f.name) for f in fields(cfg)} | {"tau": period}, "curves": curves}
     return write_result(result, output_dir(out))
 
@@ -999,48 +1002,7 @@ def quadratic_markdown(result: dict) -> str:
 EXPERIMENTS = {**SETTINGS, "ghbm-quadratic": QuadraticSetting}
 
 
-def _cell(row: str, split: str = "noniid") -> tuple:
-    return ("rows", row, split, "mean")
-
-
-_SHK, _CIFAR = "ghbm/shakespeare/ghbm-table2", "ghbm/cifar10/2000-rounds/ghbm-table2"
-_SHK_PAPER = PAPER["shakespeare"]
-#: The paper's headline claims, decided from the committed results (:mod:`afl.scoreboard`); a paper number with no
-#: ± in Table 2 holds within 1.5 points
-CLAIMS = (
-    Claim("ghbm-shakespeare-fedhbm-gain", "FedHBM beats FedAvg on Shakespeare, non-IID (Table 2)",
-          f"+{_SHK_PAPER['fedhbm'][0] - _SHK_PAPER['fedavg'][0]:.1f} points ({_SHK_PAPER['fedavg'][0]} → "
-          f"{_SHK_PAPER['fedhbm'][0]} %)", _SHK, Difference(_cell("fedhbm"), _cell("fedavg")),
-          Within(round(_SHK_PAPER["fedhbm"][0] - _SHK_PAPER["fedavg"][0], 1), 1.5), unit="points"),
-    Claim("ghbm-shakespeare-fedhbm-gain-iid", "FedHBM beats FedAvg on Shakespeare, IID (Table 2)",
-          f"+{_SHK_PAPER['fedhbm'][1] - _SHK_PAPER['fedavg'][1]:.1f} points ({_SHK_PAPER['fedavg'][1]} → "
-          f"{_SHK_PAPER['fedhbm'][1]} %)", _SHK, Difference(_cell("fedhbm", "iid"), _cell("fedavg", "iid")),
-          Within(round(_SHK_PAPER["fedhbm"][1] - _SHK_PAPER["fedavg"][1], 1), 1.5), unit="points"),
-    *[Claim(f"ghbm-shakespeare-{m}", style(m)["label"] + (", at Table 7's η = 0.1," if m == "fedcm" else "")
-            + " reaches the paper's accuracy on Shakespeare, non-IID (Table 2)", f"{_SHK_PAPER[m][0]} %", _SHK,
-            Value(_cell(m)), Within.accuracy(_SHK_PAPER[m][0]), unit="%", **extra)
-      for m, extra in (("localghbm", {}), ("fedavg", {}), ("scaffold", {}), ("fedavgm", {}),
-                       ("fedcm", dict(probe="results/ghbm/shakespeare/ghbm-table2.md", why=(
-                           "at Table 7's η = 0.1 FedCM's step is a convex mix of displacements with no 1/(1 − β) "
-                           "gain, a tenth of FedAvg's; the same result's η = 1 row (fedcm-server-lr-1) learns, a few "
-                           "points below the paper's number, which equals FedADC's exactly (an effective η = 1)"))))],
-    Claim("ghbm-cifar10-fedhbm-gain", "FedHBM beats FedAvg on CIFAR-10, α = 0 (Table 8)",
-          f"{PAPER['cifar10']['fedhbm'][0]} against {PAPER['cifar10']['fedavg'][0]} %", _CIFAR,
-          Difference(_cell("fedhbm"), _cell("fedavg")), Above(0), unit="points",
-          substitute="CIFAR-10 as a lossy JPEG copy"),
-    Claim("ghbm-cifar10-beats-fedcm", "GHBM (τ = 10) beats FedCM (τ = 1) on CIFAR-10, α = 0 (Table 8, Fig. 1)",
-          "a window of rounds sees the whole federation", _CIFAR,
-          Difference(_cell("ghbm tau=10"), _cell("fedcm")), Above(0), unit="points",
-          substitute="CIFAR-10 as a lossy JPEG copy"),
-    Claim("ghbm-cifar10-fedhbm", "FedHBM reaches the paper's accuracy on CIFAR-10, α = 0, 20,000 rounds (Table 8)",
-          f"{PAPER['cifar10']['fedhbm'][0]} %", "ghbm/cifar10/paper/fedhbm/ghbm-table2", Value(_cell("fedhbm")),
-          Within.accuracy(PAPER["cifar10"]["fedhbm"][0]), unit="%", queue="ghbm-cifar10-noniid-fedhbm",
-          substitute="CIFAR-10 as a lossy JPEG copy"),
-    Claim("ghbm-best-tau", "GHBM's best window τ is about 1/C = 10 rounds (Table 3)", "τ = 10 (C = 0.1)",
-          "ghbm/tau/ghbm-tau", Best(("rows",), ("mean",)), Between(5, 20), unit="rounds", digits=0),
-)
-
-__all__ = ["CLAIMS", "TABLE_METHODS", "HYPER", "PAPER", "DATASETS", "GhbmSetting", "EXPERIMENTS", "setting",
+__all__ = ["PAPER_ROWS", "TABLE_METHODS", "HYPER", "PAPER", "DATASETS", "GhbmSetting", "EXPERIMENTS", "setting",
            "load_task", "client_parts", "final_accuracy", "compute_run", "run_key", "same_run", "run_grid", "grid",
            "table", "tau_rows", "cost_to_reach", "DeviationProbe", "deviation_probe", "deviation_rows",
            "run_experiment", "write_result", "report", "QuadraticSetting", "QUADRATIC_METHODS", "quadratic_run",

@@ -45,10 +45,10 @@ from ..engine import PRECISIONS
 from ..errors import check, check_choice, check_int, check_real
 from ..fleet import Outcome, run_fleet
 from ..models import build_model
+from ..papers import qafel as paper
 from ..plots import style
 from ..runtime import resolve_device
 from ..stats import error_bars, mean_std, paired_ratio, pm
-from ..scoreboard import Above, Between, Claim, Covers, PairedRatio, Ratio, Value, Within
 from ..sim import HalfNormal, rate_for_concurrency
 from ..sim.speeds import SpeedProfile
 from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
@@ -139,18 +139,25 @@ def probe_markdown(outcomes: list[Outcome], d: int = 25450) -> str:
 
 
 # ------------------------------------------------------------------------------------------- the experiments
-#: The paper's Table 1 (uploads to 90 %, thousands, mean ± std over 3 runs), a labelled reference beside ours.
-PAPER_TABLE1 = {"fedbuff": (26.1, 6.7), "qafel_c8_s8": (27.6, 4.82), "qafel_c8_s4": (29.8, 2.76),
-                "qafel_c8_s2": (35.7, 14.5), "qafel_c4_s8": (39.7, 3.32), "qafel_c4_s4": (27.8, 10.4),
-                "qafel_c4_s2": (37.7, 9.10), "qafel_c2_s8": (58.6, 7.16), "qafel_c2_s4": (74.6, 35.7),
-                "qafel_c2_s2": (91.9, 34.4)}
+#: The paper's rows by afl's method names: Table 1 (qsgd bits client/server) and Table 2 (a top-10 % server)
+PAPER_ROWS = {"fedbuff": "FedBuff", **{f"qafel_c{c}_s{s}": f"client {c}-bit qsgd, server {s}-bit qsgd" for c in (8, 4, 2)
+                                       for s in (8, 4, 2)},
+              **{f"qafel_c{c}_stopk": f"QAFeL (client {c}-bit qsgd)" for c in (8, 4, 2)}}
+
+
+def _paper_rows(table, column: str, pm: bool) -> dict:
+    cells = {m: table[r, column] for m, r in PAPER_ROWS.items() if (r, column) in table.cells}
+    return {m: (c.value, c.pm) if pm else c.value for m, c in cells.items()}
+
+
+#: The paper's Table 1 (uploads to 90 %, thousands, mean ± std over 3 runs), a labelled reference beside ours, read
+#: from its transcription (:mod:`afl.papers.qafel`).
+PAPER_TABLE1 = _paper_rows(paper.TABLE1, paper.COLUMNS[0], pm=True)
 #: The paper's Table 2 (server top-k 10 %; the 2-bit row averages the two runs that reached 90 %).
-PAPER_TABLE2 = {"fedbuff": (26.1, 6.7), "qafel_c8_stopk": (39.5, 10.2), "qafel_c4_stopk": (42.4, 10.4),
-                "qafel_c2_stopk": (94.8, 16.7)}
+PAPER_TABLE2 = _paper_rows(paper.TABLE2, paper.COLUMNS[0], pm=True)
 #: The paper's message sizes per row (kB/upload, kB/download; Tables 1-2).
-PAPER_KB = {"fedbuff": (117.128, 117.128), **{f"qafel_c{c}_s{s}": (kb[c], kb[s]) for kb in
-            [{8: 29.924, 4: 15.380, 2: 8.108}] for c in (8, 4, 2) for s in (8, 4, 2)},
-            **{f"qafel_c{c}_stopk": (kb, 15.404) for c, kb in ((8, 29.924), (4, 15.380), (2, 8.108))}}
+PAPER_KB = {m: (up, down) for table in (paper.TABLE1, paper.TABLE2) for (m, up), down in zip(
+    _paper_rows(table, paper.COLUMNS[1], pm=False).items(), _paper_rows(table, paper.COLUMNS[2], pm=False).values())}
 
 #: Table 1's rows, then QAFeL's ablation (no hidden state) beside its 4/4 and 2/2 rows
 TABLE1_METHODS = ("fedbuff",) + tuple(f"qafel_c{c}_s{s}" for c in (8, 4, 2) for s in (8, 4, 2)) + (
@@ -580,49 +587,7 @@ if __name__ == "__main__":
 
 
 
-def _uploads(row: str) -> tuple:
-    return ("rows", row, "uploads_to_target", "mean")
-
-
-def _paper_ratio(table: dict, row: str) -> float:
-    return table[row][0] / table["fedbuff"][0]
-
-
-_T1, _T2, _FIG3 = "qafel/table1/qafel-table1", "qafel/table2/qafel-table2", "qafel/fig3/qafel-fig3"
-_CELEBA = "CIFAR-10 (a lossy JPEG copy), vehicles against animals, for CelebA"
-#: The paper's headline claims, decided from the committed results (:mod:`afl.scoreboard`)
-CLAIMS = (
-    Claim("qafel-message-4-bit", f"A 4-bit message is {PAPER_KB['fedbuff'][0] / PAPER_KB['qafel_c4_s4'][0]:.1f} "
-          "times smaller than FedBuff's 32-bit one (Table 1's kB per upload)",
-          f"{PAPER_KB['fedbuff'][0]:.3f} against {PAPER_KB['qafel_c4_s4'][0]:.3f} kB", _T1,
-          Ratio(("rows", "fedbuff", "kb_per_upload"), ("rows", "qafel_c4_s4", "kb_per_upload")),
-          Within(round(PAPER_KB["fedbuff"][0] / PAPER_KB["qafel_c4_s4"][0], 3), 0.001), unit="×", digits=3),
-    Claim("qafel-message-8-bit", "An 8-bit message takes the paper's kB per upload (Table 1)",
-          f"{PAPER_KB['qafel_c8_s8'][0]:.3f} kB", _T1, Value(("rows", "qafel_c8_s8", "kb_per_upload")),
-          Within(PAPER_KB["qafel_c8_s8"][0], 0.0005), unit="kB", digits=3),
-    Claim("qafel-4-4-uploads", "QAFeL 4/4 needs about FedBuff's uploads to the target (Table 1)",
-          f"{_paper_ratio(PAPER_TABLE1, 'qafel_c4_s4'):.2f} × ({PAPER_TABLE1['qafel_c4_s4'][0]} ± "
-          f"{PAPER_TABLE1['qafel_c4_s4'][1]} k against {PAPER_TABLE1['fedbuff'][0]} ± {PAPER_TABLE1['fedbuff'][1]} k)",
-          "qafel/table1/paired-10-seeds/qafel-table1",
-          PairedRatio(("rows", "qafel_c4_s4", "uploads_to_target", "per_seed"),
-                      ("rows", "fedbuff", "uploads_to_target", "per_seed")),
-          Covers(round(_paper_ratio(PAPER_TABLE1, "qafel_c4_s4"), 2)), unit="×", digits=2, substitute=_CELEBA),
-    Claim("qafel-2-2-uploads", "QAFeL 2/2 needs far more uploads than FedBuff (Table 1)",
-          f"{_paper_ratio(PAPER_TABLE1, 'qafel_c2_s2'):.1f} × FedBuff's", _T1,
-          Ratio(_uploads("qafel_c2_s2"), _uploads("fedbuff")), Above(1.5), unit="×", digits=2, substitute=_CELEBA),
-    Claim("qafel-top-k-server", "With a top-10 % server channel, QAFeL 8-bit needs more uploads than FedBuff "
-          "(Table 2)", f"{_paper_ratio(PAPER_TABLE2, 'qafel_c8_stopk'):.2f} × FedBuff's", _T2,
-          Ratio(_uploads("qafel_c8_stopk"), _uploads("fedbuff")), Above(1), unit="×", digits=2, substitute=_CELEBA),
-    Claim("qafel-fig3-mb", "QAFeL 4/4 uploads 5.2–8 times fewer MB than FedBuff (Fig. 3, largest concurrency)",
-          "5.2–8 ×", _FIG3,
-          Ratio(("rows", "fedbuff@100", "mb_uploaded"), ("rows", "qafel_c4_s4@100", "mb_uploaded")),
-          Between(5.2, 8), unit="×", substitute=_CELEBA),
-    Claim("qafel-fig3-uploads", "QAFeL 4/4 needs only 1–1.5 times FedBuff's client updates (Fig. 3, largest "
-          "concurrency)", "1–1.5 ×", _FIG3, Ratio(_uploads("qafel_c4_s4@100"), _uploads("fedbuff@100")),
-          Between(1, 1.5), unit="×", digits=2, substitute=_CELEBA),
-)
-
-__all__ = ["CLAIMS", "PAPER_BYTES", "qafel_shapes", "message_bytes", "relative_errors", "PROBE", "PROBE_SETTING",
+__all__ = ["PAPER_BYTES", "qafel_shapes", "message_bytes", "relative_errors", "PROBE", "PROBE_SETTING",
            "probe", "probe_markdown", "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_KB", "TABLE1_METHODS", "TABLE2_METHODS",
            "FIG3_METHODS", "QafelSetting", "EXPERIMENTS", "setting", "load_task", "user_parts", "compute_run",
            "run_key", "same_run", "run_grid", "grid", "table", "table_markdown", "plot_result", "run_experiment",

@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from functools import partial as partial_fn
@@ -268,6 +269,13 @@ def estimating():
         _ESTIMATING.reset(token)
 
 
+def stop_if_estimating(work) -> None:
+    """Within :func:`estimating`, raise :class:`Estimated` with ``work``, before anything is created (every
+    command that computes calls it: :func:`execute`, the quadratic)."""
+    if _ESTIMATING.get():
+        raise Estimated(work)
+
+
 def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bool = False, reuse=(),
             progress: bool = True, fleet: bool = True, fleet_size: int | None = None, ray: str | None = None,
             processes: int | None = None, device="cpu", overrides: dict | None = None,
@@ -281,8 +289,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     ``work()`` per run, :func:`afl.budget.check_work`: above the limits only with ``allow_large``). ``overrides``:
     the setting's fields changed from the command line, recorded in the command."""
     work = grid.cfg.work().times(len(grid.keys))
-    if _ESTIMATING.get():
-        raise Estimated(work)
+    stop_if_estimating(work)
     check_work(work, allow_large, "--allow-large", changed=overrides or ())
     if fleet_size is not None:
         check_int("fleet_size", fleet_size, 1)
@@ -305,7 +312,8 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
         have = {grid.key_of(r) for r in resumed}
         reused = []
         for other in others:                  # each run keeps where it was computed (the first result that has it)
-            origin = {"machine": other["machine"], "command": other["command"]}
+            origin = {"machine": other["machine"], "command": other["command"]} | (
+                {"afl_commit": other["afl_commit"]} if "afl_commit" in other else {})
             for r in reusable_runs(other, grid):
                 if grid.key_of(r) not in have:
                     have.add(grid.key_of(r))
@@ -330,6 +338,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
                + (f" --processes {processes}" if processes else "") + (" --allow-large" if allow_large else "")
                + ("" if ray is None else " --ray" if ray == "local" else f" --ray {ray}"))
     record = {"experiment": grid.name, "command": command, "quick": quick, "machine": machine(str(device)),
+              "afl_commit": afl_commit(),
               "execution": f"runs computed {how}",
               "resumed_runs": len({grid.key_of(r) for r in resumed} & keys),
               "reused_runs": len({grid.key_of(r) for r in reused} & keys),
@@ -403,6 +412,28 @@ def title_tag(result: dict) -> str:
     return f" ({', '.join(tags)})" if tags else ""
 
 
+def afl_commit() -> dict:
+    """The afl source that computes a result: the git commit of the checkout afl is imported from, its date, and
+    whether ``afl/`` differed from it then (``dirty``); outside a git checkout (an installed wheel), afl's version."""
+    package = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(package.parent), *args], capture_output=True, text=True, timeout=20)
+        if out.returncode:
+            raise OSError(out.stderr.strip() or f"git {args[0]} failed")
+        return out.stdout.strip()
+    try:
+        commit, date = git("log", "-1", "--format=%H %cs").split()
+        dirty = bool(git("status", "--porcelain", "--", str(package)))
+        return {"commit": commit, "date": date, "dirty": dirty}
+    except (OSError, ValueError, subprocess.SubprocessError):
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            return {"commit": "", "date": "", "version": version("afl")}
+        except PackageNotFoundError:
+            return {"commit": "", "date": "", "version": "unknown"}
+
+
 def machine(device: str) -> str:
     """The machine a result was computed on, in words."""
     cpu = platform.processor() or platform.machine()
@@ -413,7 +444,7 @@ def machine(device: str) -> str:
 
 
 __all__ = ["MAX_SEEDS", "Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs",
-           "Execution", "execute", "machine", "heading", "run_sources", "source_tags", "saved_config",
+           "Execution", "execute", "stop_if_estimating", "machine", "afl_commit", "heading", "run_sources", "source_tags", "saved_config",
            "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
 
 
