@@ -26,11 +26,12 @@ class BadResult(ValueError):
 
 
 class NotCovered(LookupError):
-    """A result lacks the row or cell a claim reads (it was not run): the file and the key path."""
+    """A result lacks the row or cell a claim reads (it was not run): the file and the key path (or, where the
+    whole file is missing, a sentence saying so)."""
 
-    def __init__(self, file, key: str):
+    def __init__(self, file, key: str, sentence: str = ""):
         self.file, self.key = str(file), key
-        super().__init__(f"{file} has no {key}")
+        super().__init__(sentence or f"{file} has no {key}")
 
 
 def key_text(path) -> str:

@@ -425,6 +425,6 @@ def report(result: dict, per_run: bool = True) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["METHODS", "Method", "SPLITS", "PAPER_ROWS", "PAPER_COLUMNS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS", "setting",
-           "compute_run", "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2",
+__all__ = ["METHODS", "Method", "SPLITS", "PAPER_ROWS", "PAPER_COLUMNS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS",
+           "setting", "compute_run", "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2",
            "plot_accuracy", "plot_variance", "grid", "same_run", "run_experiment", "write_result", "report"]

@@ -73,6 +73,7 @@ PAPER_FIG7_FINISH = {"fedast": PAPER_FIG7["fedast_all"], "sync-st": PAPER_FIG7["
 #: App. D.6: the largest gain of dynamic over static allocation (reference only)
 PAPER_D6_GAIN = round(paper.D6.numbers[0].value / 100, 6)
 
+
 def split_method(method: str) -> tuple[str, tuple | None]:
     """``"sync-st:2/1"`` -> ``("sync-st", (2, 1))``: a synchronous method with its own allocation (proportions of
     the clients per task; Fig. 7 tunes Sync-ST's over 30 such schemes); else ``(method, None)``."""
@@ -729,7 +730,6 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
     rows = summarize(done.runs)
     return done.publish({"rows": rows, "paper": PAPER_FIG7 if experiment == "fedast-fig7" else None}, out,
                         write_result)
-
 
 
 __all__ = ["TASKS", "METHODS", "FedastSetting", "EXPERIMENTS", "setting", "compute_run", "same_run",

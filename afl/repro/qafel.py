@@ -140,8 +140,8 @@ def probe_markdown(outcomes: list[Outcome], d: int = 25450) -> str:
 
 # ------------------------------------------------------------------------------------------- the experiments
 #: The paper's rows by afl's method names: Table 1 (qsgd bits client/server) and Table 2 (a top-10 % server)
-PAPER_ROWS = {"fedbuff": "FedBuff", **{f"qafel_c{c}_s{s}": f"client {c}-bit qsgd, server {s}-bit qsgd" for c in (8, 4, 2)
-                                       for s in (8, 4, 2)},
+PAPER_ROWS = {"fedbuff": "FedBuff",
+              **{f"qafel_c{c}_s{s}": f"client {c}-bit qsgd, server {s}-bit qsgd" for c in (8, 4, 2) for s in (8, 4, 2)},
               **{f"qafel_c{c}_stopk": f"QAFeL (client {c}-bit qsgd)" for c in (8, 4, 2)}}
 
 
@@ -584,7 +584,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
 
 
 __all__ = ["PAPER_BYTES", "qafel_shapes", "message_bytes", "relative_errors", "PROBE", "PROBE_SETTING",

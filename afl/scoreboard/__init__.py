@@ -159,6 +159,17 @@ def _beyond(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _probes(rows: list[dict]) -> list[str]:
+    """Each probe of a differing claim: what it tries, where, what it measured, and whether its rule holds."""
+    lines = []
+    for r in rows:
+        p = r.get("probe")
+        if p:
+            measured = f"{p['afl']}, its rule {p['judgement']}" if p["afl"] else p["judgement"]
+            lines.append(f"- *{r['id']}* ({r['status']}): {p['why']}. Probe `{p['result']}`: {measured}.")
+    return ["### Probes of the claims that differ", ""] + lines + [""] if lines else []
+
+
 def _settings(rows: list[dict]) -> list[str]:
     """Per result behind a paper's claims: its command, every field that differs from the paper's, its data,
     device and provenance."""
@@ -238,6 +249,7 @@ def scoreboard(root: Path) -> tuple[str, dict[str, str]]:
                 lines += [""] + _quotes(group)
             else:
                 lines += [f"### {key}: the cells afl computes ({len(group)})", ""] + _table(group, True) + [""]
+        lines += _probes(rows)
         if beyond:
             lines += [f"### Beyond afl ({len(beyond)} claims)", ""] + _beyond(beyond) + [""]
         lines += ["### The results behind these claims", ""] + _settings(rows)

@@ -14,9 +14,11 @@ PROBES = {
     "favas": ("favas-normalized", "Algorithm 1 as written divides each upload by α, a client's expected number of "
               "local steps; with ᾱ/α (the server step × ᾱ: favas-normalized, the same runs otherwise) FAVAS reaches "
               "the paper's number, so the written 1/α, not asynchrony, costs the accuracy"),
-    "fedbuff": ("fedbuff-quafl-code", "the QuAFL code's train_FedBuff (every client in flight, lr Z/n), on which "
-                "FAVAS built its simulator, against Nguyen et al.'s FedBuff as the paper describes it"),
-    "quafl": ("quafl-lattice14", "the QuAFL code's 14-bit lattice exchange against full precision"),
+    "fedbuff": ("fedbuff-quafl-code", "FedBuff as the QuAFL code's train_FedBuff runs it (every client in flight, lr "
+                "Z/n; FAVAS built its simulator on that code), where afl's row is Nguyen et al.'s FedBuff as the paper "
+                "describes it"),
+    "quafl": ("quafl-lattice14", "QuAFL with the QuAFL code's 14-bit lattice exchange (quafl-lattice14), where "
+              "afl's row exchanges full-precision models"),
 }
 
 

@@ -3,13 +3,12 @@ Figs 1, 3 and 9 (App. C.9)."""
 from ..claims import (Best, Claim, Constant, Effect, Exact, GeoMean, Last, Level, Mean, Minus, Over, Plus, Pooled,
                       Probe, Range, Run, Runs, Statement)
 from ..papers import ghbm as paper
+from ..repro import ghbm as repro
 from .verdict import slug
 
 SHK, CIFAR_2000 = "ghbm/shakespeare/ghbm-table2", "ghbm/cifar10/2000-rounds/ghbm-table2"
-#: Table 2's (and Table 8's) rows by afl's method names
-METHOD = dict(zip(paper.ROWS, ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "fedavgm", "scaffold-m",
-                               "fedcm", "fedadc", "mimemom", "mimelitemom", "fedcm-full", "localghbm", "fedhbm")))
-METHOD["Mime"] = "mime"
+#: Table 2's (and Table 8's, where MIME is "Mime") rows -> afl's method names
+METHOD = {row: method for method, row in repro.PAPER_ROWS.items()} | {"Mime": "mime"}
 NO_RESNET = ("afl's GHBM experiment has no ResNet-20 setting (Table 7's ResNet-20 rates are not in afl's HYPER), "
              "and no original CIFAR-10 copy is here (only the lossy JPEG one)")
 NO_CIFAR100 = "afl's GHBM experiment has no CIFAR-100 task, and no CIFAR-100 copy is here"

@@ -6,16 +6,17 @@ A claim reads the most paper-like committed result that holds every row it needs
 from ..claims import (Claim, Constant, Effect, Exact, GeoMean, Level, Mean, Number, Over, Pooled, Range, Run, Runs,
                       Same, Times)
 from ..papers import qafel as paper
+from ..repro import qafel as repro
 
 T1, T1_USERS, T2, FIG3 = ("qafel/table1/qafel-table1", "qafel/table1/2500-users/qafel-table1",
                           "qafel/table2/qafel-table2", "qafel/fig3/qafel-fig3")
 #: the rows the 2,500-user result holds
 IN_USERS = ("fedbuff", "qafel_c4_s4", "qafel_c2_s2")
 BITS = (8, 4, 2)
-ROWS1 = {"FedBuff": "fedbuff"} | {f"client {c}-bit qsgd, server {s}-bit qsgd": f"qafel_c{c}_s{s}" for c in BITS
-                                  for s in BITS}
-ROWS2 = {"FedBuff": "fedbuff"} | {f"QAFeL (client {c}-bit qsgd)": f"qafel_c{c}_stopk" for c in BITS}
 UPLOADS, KB_UP, KB_DOWN = paper.COLUMNS
+#: Tables 1 and 2's rows -> afl's method names
+ROWS1, ROWS2 = ({row: m for m, row in repro.PAPER_ROWS.items() if (row, UPLOADS) in table.cells}
+                for table in (paper.TABLE1, paper.TABLE2))
 DATA = ("celeba",)
 #: "the same convergence speed": afl's interval of the uploads ratio inside [1/1.25, 1.25]
 SAME_RATIO = 1.25

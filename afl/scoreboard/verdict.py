@@ -48,7 +48,8 @@ class Results:
         if name not in self._loaded:
             path = self.path(name)
             if not exists(path):
-                raise NotCovered(str(path.relative_to(self.root)), "file: no such result is committed")
+                raise NotCovered(str(path.relative_to(self.root)), "", "no result is committed at "
+                                 f"{path.relative_to(self.root)}")
             self._loaded[name] = Result(load(path, self.root), path.relative_to(self.root), self.get)
         return self._loaded[name]
 
@@ -143,23 +144,16 @@ def datasets_used(data: dict) -> list[str]:
 
 
 def data_difference(claim: Claim, data: dict) -> str:
-    """What data the result ran on where the paper's differs ('' where it is the paper's)."""
+    """The data a result ran on, where it is not the paper's ('' where it is): another dataset, a lossy copy
+    (``-jpeg``), or without some of the paper's."""
     if not claim.data:
         return ""
     used = datasets_used(data)
-    described = data.get("dataset") if isinstance(data.get("dataset"), str) else None
-    other = [n for n in used if n.removesuffix("-jpeg") not in claim.data or n.endswith("-jpeg")]
-    missing = [n for n in claim.data if n not in {u.removesuffix("-jpeg") for u in used}]
-    parts = []
-    if other:
-        lossy = [n for n in other if n.endswith("-jpeg")]
-        parts.append(f"{described or ', '.join(other)}" + (" (CIFAR-10 as a lossy JPEG copy)" if lossy else "")
-                     + f" for {', '.join(claim.data)}")
-    if missing and not other:
-        parts.append(f"without {', '.join(missing)} (ran {', '.join(used)})")
-    elif missing:
-        parts.append(f"the paper's {', '.join(missing)} absent")
-    return "; ".join(parts)
+    if {u for u in used if not u.endswith("-jpeg")} == set(claim.data):
+        return ""
+    shown = data.get("dataset") if isinstance(data.get("dataset"), str) else ", ".join(used)
+    lossy = "".join(f"; {u} is a lossy JPEG copy of {u.removesuffix('-jpeg')}" for u in used if u.endswith("-jpeg"))
+    return f"ran on {shown or 'no named dataset'} (the paper: {', '.join(claim.data)}){lossy}"
 
 
 def device(data: dict) -> str:
@@ -229,7 +223,7 @@ def verdict(claim: Claim, results: Results) -> dict:
     try:
         m = claim.measure.of(result)
     except NotCovered as missing:
-        return row | _not_run(claim, results, f"results/{claim.result}.json has no {missing.key}")
+        return row | _not_run(claim, results, str(missing))
     judgement = claim.rule.judge(m)
     data = result.data
     try:
@@ -265,7 +259,7 @@ def _probe(claim: Claim, results: Results, m) -> dict | None:
     try:
         pm = p.measure.of(results.get(p.result))
     except NotCovered as missing:
-        return {"why": p.why, "result": f"results/{p.result}.json", "judgement": f"not run (no {missing.key})",
+        return {"why": p.why, "result": f"results/{p.result}.json", "judgement": f"not run ({missing})",
                 "afl": None, "closes": None}
     closes = None
     if isinstance(claim.rule, (Level, Exact)) and claim.rule.number.value != m.value:
