@@ -84,10 +84,10 @@ def _unsupported(table, row: str, column: str, why: str) -> Claim:
 
 
 def _effect(id_: str, source, text: str, rule, measure, result: str, run: Run | None, data: tuple,
-            unit: str = "points", probe: Probe | None = None, unsupported: str = "") -> Claim:
+            unit: str = "points", **more) -> Claim:
     """An ordering or effect: ``source`` a sentence of the paper (:class:`afl.claims.Statement`) or a table's
-    cells (a string)."""
-    fields = dict(unsupported=unsupported, probe=probe, data=data, unit=unit)
+    cells (a string); ``more``: the claim's other fields (probe, unsupported, seeds)."""
+    fields = dict(data=data, unit=unit) | more
     if isinstance(source, Statement):
         return Claim.stated(id_, source, text, rule, measure, result, run, **fields)
     return Claim(id_, "GHBM", source, text, rule, measure, result, run, **fields)
@@ -182,12 +182,12 @@ CLAIMS = (
     _effect("ghbm-fig9-fedcm-stalls", paper.FEDCM_CYCLIC, "With cyclic participation FedCM ends above GHBM "
             "(τ = 1/C = 5) in training loss, for every J (App. C.9's quadratic)",
             Range(1.0, None, "FedCM's final loss above GHBM's, every J"), _loss_ratio("fedcm", "ghbm"), QUADRATIC,
-            Run("ghbm-quadratic"), (), unit="×",
+            Run("ghbm-quadratic"), (), unit="×", seeds=0,
             probe=Probe(QUADRATIC, _loss_ratio("fedcm", "ghbm-eq4"), Range(1.0, None, "every J"), _EQ4)),
     _effect("ghbm-fig9-ghbm-full", paper.GHBM_FULL, "With cyclic participation GHBM ends within 1.25× of "
             "FedCM with every client in training loss, J = 5, 10, 20 (J = 1: FedCM with every client reaches float "
             "precision)", Range(0.8, 1.25, "nearly the same"), _loss_ratio("ghbm", "fedcm-full", STEPS[1:]),
-            QUADRATIC, Run("ghbm-quadratic"), (), unit="×",
+            QUADRATIC, Run("ghbm-quadratic"), (), unit="×", seeds=0,
             probe=Probe(QUADRATIC, _loss_ratio("ghbm-eq4", "fedcm-full", STEPS[1:]), Range(0.8, 1.25, "J ≥ 5"),
                         _EQ4)),
     _effect("ghbm-table4-saving", paper.SAVING, "GHBM and FedHBM save 67.5 % of the bytes and 62.5 % of "
