@@ -214,23 +214,35 @@ def _isolated(work, items: list) -> None:
         work(items)
     except Exception as error:  # noqa: BLE001 -- raised again by the items' result()
         items = [it for it in items if not it.done]
-        queues = list(dict.fromkeys(id(it._queue) for it in items))
+        queues = _by_queue(items)
         if len(queues) == 1:
             for it in items:
                 it._error = error
         else:
-            for q in queues:
-                _isolated(work, [it for it in items if id(it._queue) == q])
+            for own in queues.values():
+                _isolated(work, own)
 
 
 def _train(jobs: list[Job]) -> None:
     """Train ``jobs`` (one engine group) chunk by chunk: the engine's own chunks (most steps first), so that only
     one chunk's stacked start models and results are in memory beside the jobs' own tensors (the same numbers as
-    one engine call over all of them)."""
+    one engine call over all of them). A model that draws random numbers (dropout) trains each run's jobs in calls
+    of their own: a call's masks come from one seed, so a call shared with other runs would make a run's numbers
+    depend on the fleet it ran in."""
     engine = jobs[0]._queue.engine
     jobs = sorted(jobs, key=lambda j: -j.steps)                 # stable, as the engine's own order
-    for lo in range(0, len(jobs), engine.chunk):
-        _train_chunk(engine, jobs[lo:lo + engine.chunk])
+    runs = [jobs] if not engine.model.random else list(_by_queue(jobs).values())
+    for own in runs:
+        for lo in range(0, len(own), engine.chunk):
+            _train_chunk(engine, own[lo:lo + engine.chunk])
+
+
+def _by_queue(items: list) -> dict[int, list]:
+    """``items`` grouped by the run (job queue) they belong to, each group in the given order."""
+    groups: dict[int, list] = {}
+    for it in items:
+        groups.setdefault(id(it._queue), []).append(it)
+    return groups
 
 
 def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:

@@ -6,10 +6,11 @@ import torch
 
 from afl.algorithms import make_federation
 from afl.algorithms import fedast as fedast_module
-from afl.algorithms.fedast import FedASTTask, plan_fedast, run_fedast
+from afl.algorithms.fedast import FedASTServer, FedASTTask, plan_fedast, run_fedast
 from afl.data import make_synthetic
 from afl.errors import ParameterError
 from afl.sim import ShiftedExponential, three_speed
+from afl.sim.pool import PoolControl
 
 DATA = make_synthetic(n_train=400, n_test=100, shape=(1, 28, 28), num_classes=10, seed=2)
 N = 20
@@ -82,6 +83,44 @@ def test_the_first_wave_trains_from_x0_or_from_the_model_live_at_its_start(first
     torch.testing.assert_close(out["tasks"][0]["model"], model, rtol=1e-10, atol=1e-12)
     other, _ = replay(schedule, task, 0, federation(0), {"paper": "current", "current": "paper"}[first_wave])
     assert not torch.allclose(out["tasks"][0]["model"], other)
+
+
+@pytest.mark.parametrize("first_wave", ["paper", "code", "current"])
+def test_the_first_wave_on_a_hand_made_schedule(first_wave):
+    """Four version-0 requests, the authors' loop popping two at a time (issue 52): the paper's first wave trains
+    all four from x^(0); the code's trains the second batch (popped at 3, after the aggregation at 2) from the
+    aggregated model; afl's earlier reading ("current") trains each from the model live when its client started it
+    (client 2 at 2.5: the aggregated one; client 3 at 0: x^(0))."""
+    task = FedASTTask(lr=0.05, server_lr=0.7, steps=2, requests=4, buffer=2, weight_decay=1e-3, name="a")
+    server = FedASTServer([federation(0)], [task], total_time=10, eval_every=10, first_wave=first_wave)
+    server.bind(PoolControl([task.pool_task()]))
+    sends = {0: (0.0, 1.0), 1: (0.0, 2.0), 2: (2.5, 3.0), 3: (0.0, 4.0)}          # client: (start, end)
+    for c, (start, end) in sends.items():
+        server.on_request(0, c, 0.0, start, end)
+    for pop, batch_end, clients in ((1.0, 2.0, (0, 1)), (3.0, 4.0, (2, 3))):
+        server.on_pop(pop, batch_end)
+        for c in clients:
+            server.on_update(0, c, sends[c][1])
+        server.on_server_step(0, batch_end, None)
+    ref = federation(0)
+    batches = {c: ref.queue.streams.take(c, task.steps) for c in sends}
+
+    def step(w, starts):
+        ys = [ref.engine.run(s[None], batches[c][None], [task.steps], task.lr, task.weight_decay)[0]
+              for c, s in starts.items()]
+        return w - task.server_lr * torch.stack([s - y for s, y in zip(starts.values(), ys)]).mean(0)
+    x0 = ref.init.clone()
+    w1 = step(x0, {0: x0, 1: x0})
+    starts = {"paper": {2: x0, 3: x0}, "code": {2: w1, 3: w1}, "current": {2: w1, 3: x0}}[first_wave]
+    torch.testing.assert_close(server.w[0], step(w1, starts), rtol=1e-10, atol=1e-12)
+
+
+def test_the_code_s_first_wave_runs_on_the_pool_and_differs_from_the_papers():
+    """On a real schedule the code's first wave trains late first-wave requests from aggregated models."""
+    task = FedASTTask(lr=0.05, server_lr=0.7, steps=2, requests=30, buffer=2, name="a")
+    models = {wave: run_fedast([federation(0)], [task], pool([0.15]), total_time=6, eval_every=2, seed=2,
+                               cap_first=False, first_wave=wave)["tasks"][0]["model"] for wave in ("paper", "code")}
+    assert not torch.allclose(models["paper"], models["code"])
 
 
 def test_fedast_learns():
@@ -177,6 +216,16 @@ def test_a_task_that_reaches_its_target_stops_and_frees_its_requests():
     assert all(u.end <= s.finished_at[0] for u in s.updates if u.task == 0)
     assert all(c[0] == 0 for c in s.cancelled) and len(s.cancelled) >= 1
     assert out["tasks"][1]["curve"]["time"][-1] == 30
+
+
+def test_a_task_reaches_its_target_at_the_aggregation_that_makes_it():
+    """Tested after every aggregation, as Sync-ST is: the time to the target is a server step's own time, not the
+    evaluation grid's next point, and nothing of the task arrives after it."""
+    out = two_task_run(targets=(0.4, None))
+    s, a = out["schedule"], out["tasks"][0]
+    assert a["target_reached_at"] is not None and a["target_reached_at"] in s.server_steps[0]
+    assert a["target_reached_at"] % 1 != 0                # off the grid (eval_every = 1)
+    assert s.finished_at[0] == a["target_reached_at"] and s.server_steps[0][-1] == a["target_reached_at"]
 
 
 def test_realloc_settings_are_checked():

@@ -423,3 +423,37 @@ def test_ray_tasks_hand_over_each_run_as_it_ends():
         assert [o.key for o in got] == [0.1]
     finally:
         ray.shutdown()
+
+
+def test_a_dropout_run_has_the_same_numbers_alone_and_in_a_fleet(monkeypatch):
+    """Dropout draws its masks per engine call from a seed of the call's jobs: a run's calls must hold its own jobs
+    only, else its masks (and every number after them) depend on the runs beside it (issue 52: QAFeL's curve and
+    channel errors changed in a fleet of three)."""
+    from afl.algorithms import make_federation
+    from afl.data import make_synthetic
+    data = make_synthetic(96, 32, shape=(3, 32, 32), num_classes=2, seed=0).to("cpu", torch.float64)
+
+    def fed(seed):
+        return make_federation(data, "celeba-cnn", 6, "iid", batch_size=4, seed=seed, dtype=torch.float64,
+                               model_kw={"variant": "fedbuff", "dropout": 0.5, "norm_groups": 4})
+    assert fed(0).engine.model.random
+    kw = dict(K=2, lr=0.05, Z=2, total_time=30.0, eval_every=10.0)
+    runs = [("fedbuff", 0), ("fedbuff", 1), ("qafel", 0)]
+    calls, real = [], afl.jobs._train_chunk
+
+    def spy(engine, jobs):
+        calls.append(len({id(j._queue) for j in jobs}))
+        real(engine, jobs)
+    extra = {"qafel": dict(client_quantizer="scalar:4", server_quantizer="scalar:4")}
+
+    def one(name, seed):
+        out = run_algorithm(name, fed(seed), **kw, **extra.get(name, {}))
+        return out["curve"], out["model"], out["computed_client_steps"]
+    alone = {run: one(*run) for run in runs}
+    monkeypatch.setattr(afl.jobs, "_train_chunk", spy)
+    outcomes = run_fleet([(run, lambda run=run: one(*run)) for run in runs])
+    assert all(o.ok for o in outcomes)
+    for o in outcomes:
+        assert_same(o.value, alone[o.key])
+    assert calls and max(calls) == 1                          # each call trained one run's jobs
+    assert not torch.equal(alone[("fedbuff", 0)][1], alone[("fedbuff", 1)][1])

@@ -39,8 +39,8 @@ class Spy:
     def __init__(self, tasks):
         self.active, self.tasks, self.steps = [0] * len(tasks), tasks, [0] * len(tasks)
 
-    def on_request(self, m, c, t, start):
-        assert start >= t
+    def on_request(self, m, c, t, start, end):
+        assert end > start >= t
         self.active[m] += 1
         assert self.active[m] <= self.tasks[m].requests
 

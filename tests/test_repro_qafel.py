@@ -151,3 +151,16 @@ def test_a_reduced_paper_setting_says_what_was_reduced():
     paper = json.loads(json.dumps(dataclasses.asdict(qr.setting("qafel-table1", quick=False))))
     assert reduced_fields(table1, paper, selection) == {} and "Differs" not in qr.report(
         result | {"config": paper})
+
+
+def test_a_dropout_run_is_the_same_alone_and_in_a_fleet_of_three(tmp_path, monkeypatch):
+    """Issue 52's probe at a tiny scale: QAFeL 4/4 with the paper's dropout, alone and beside FedBuff and QAFeL 8/8
+    in one fleet, gives the same curve and channel errors."""
+    monkeypatch.setattr(qr, "load_task", lambda cfg, root=None, device="cpu": synthetic(cfg))
+    kw = dict(quick=True, progress=False, target=0.99, dropout=0.1, **TINY)
+    alone = qr.run_experiment("qafel-table1", out=tmp_path / "alone", methods=("qafel_c4_s4",), **kw)[0]
+    fleet = qr.run_experiment("qafel-table1", out=tmp_path / "fleet", fleet_size=3,
+                              methods=("fedbuff", "qafel_c4_s4", "qafel_c8_s8"), **kw)[0]
+    a, = json.loads(alone.read_text())["runs"]
+    b, = [r for r in json.loads(fleet.read_text())["runs"] if r["method"] == "qafel_c4_s4"]
+    assert a["curve"] == b["curve"] and a["upload_error"] == b["upload_error"] > 0

@@ -389,3 +389,17 @@ def test_bad_settings_name_the_parameter(name, kw, bad):
 def test_cyclic_sampling_needs_s_to_divide_n():
     with pytest.raises(ParameterError, match="divisor"):
         run("fedavg", timing="rounds", sampling="cyclic", s=4)
+
+
+def test_a_grid_point_sees_every_server_step_at_or_before_it():
+    """Round r ends at time r, where the server steps: the evaluation at t = 4 holds the model after 4 rounds, as the
+    papers' loops evaluate after the round, with its 4 server steps counted (before, it saw the model of 3)."""
+    settings = dict(K=K, lr=LR, s=S, weight_decay=WD, timing="rounds")
+    long = run_algorithm("fedavg", federation(), total_time=ROUNDS, eval_every=4, **settings)
+    short = run_algorithm("fedavg", federation(), total_time=4, eval_every=4, **settings)
+    three = run_algorithm("fedavg", federation(), total_time=3, eval_every=3, **settings)
+    curve = long["curve"]
+    assert curve["time"] == [0.0, 4.0, 8.0, 12.0] and curve["server_steps"] == [0, 4, 8, 12]
+    assert curve["accuracy"][1] == short["final_accuracy"] and short["server_steps"] == 4
+    assert curve["loss"][1] == short["curve"]["loss"][-1] != three["curve"]["loss"][-1]
+    assert long["final_accuracy"] == curve["accuracy"][-1]

@@ -64,7 +64,9 @@ class History:
     """Accuracy, loss and costs of the server model on a grid of simulated times ``0, Δ, 2Δ, ... <= T``.
 
     ``record(now, model)`` is called *before* the server model changes at simulated time ``now``: every grid
-    point in ``(last, now]`` gets the model that held there. ``finish(model)`` fills the grid to the end.
+    point before ``now`` gets the model that held there, and a grid point *at* ``now`` is left to the next call, so
+    that it sees every server step at or before it, as the papers' loops evaluate after the round.
+    ``finish(model)`` fills the grid to the end, ``total_time`` included.
     Evaluations are lazy (:meth:`afl.jobs.JobQueue.evaluate`): they run with the next local training, many
     models at once, and :attr:`series` holds their values. With a ``target`` accuracy every evaluation is
     awaited, and the first one at or above it raises :class:`TargetReached` (QAFeL's "uploads to reach the
@@ -93,18 +95,22 @@ class History:
     def next_eval(self) -> float:
         return self._next
 
-    def due(self, now: float) -> bool:
-        """Whether a grid point lies at or before ``now``."""
-        return self._next <= min(now, self.total_time) + 1e-9
+    def due(self, now: float, inclusive: bool = False) -> bool:
+        """Whether a grid point not yet recorded lies before ``now`` (at or before it where ``inclusive``, or where
+        ``now`` is past the end), within ``total_time``."""
+        if inclusive or now > self.total_time + 1e-9:
+            return self._next <= min(now, self.total_time) + 1e-9
+        return self._next < now - 1e-9
 
-    def record(self, now: float, model: Tensor, **extra) -> None:
-        """Evaluate ``model`` for every grid time ``<= min(now, total_time)`` not yet recorded."""
-        if not self.due(now):
+    def record(self, now: float, model: Tensor, inclusive: bool = False, **extra) -> None:
+        """Evaluate ``model`` for every grid time before ``now`` not yet recorded (``inclusive``: at ``now`` too,
+        where ``model`` is what holds at ``now``, every step at ``now`` done)."""
+        if not self.due(now, inclusive):
             return
         evaluation = self.queue.evaluate(model)
         row = dict(self.counters, **{k: float(v) for k, v in extra.items()})
         first = self._next
-        while self.due(now):
+        while self.due(now, inclusive):
             self._rows.append((self._next, evaluation, row))
             self._next = round(self._next + self.eval_every, 9)
         report_progress(min(now, self.total_time) / self.total_time)
@@ -112,8 +118,18 @@ class History:
             self.reached = first
             raise TargetReached(first)
 
+    def reach(self, now: float, model: Tensor) -> None:
+        """With a ``target``: test ``model``, made by a server step at ``now``, at once; at or above the target, the
+        run reached it at ``now`` (:class:`TargetReached`), as the papers (and FedAST's code) test after an
+        aggregation rather than on the evaluation grid."""
+        if self.target is not None and self.reached is None and self.queue.evaluate(model).value()["accuracy"] >= \
+                self.target:
+            self.reached = now
+            raise TargetReached(now)
+
     def finish(self, model: Tensor, **extra) -> None:
-        self.record(self.total_time, model, **extra)
+        """Every grid point left, ``total_time`` included, gets ``model`` (the last server step is done)."""
+        self.record(self.total_time, model, inclusive=True, **extra)
 
     def state_dict(self) -> dict:
         """The grid so far (pending evaluations as their models: saving computes nothing), the counters and the

@@ -84,15 +84,16 @@ class ClockedLearner(Learner):
         self.count(contacts)
 
     def finish(self) -> None:
-        self.record(self.history.total_time)
+        self.record(self.history.total_time, inclusive=True)
 
-    def record(self, t: float) -> None:
-        """Evaluate the grid points up to ``t``; with ``track_variance``, the local models at each of them."""
+    def record(self, t: float, inclusive: bool = False) -> None:
+        """Evaluate the grid points before ``t`` (at ``t`` too, ``inclusive``: :meth:`afl.algorithms.base.History.
+        record`); with ``track_variance``, the local models at each of them."""
         if not self.track_variance:
-            self.history.record(t, self.w)
-        while self.track_variance and self.history.due(t):
+            self.history.record(t, self.w, inclusive)
+        while self.track_variance and self.history.due(t, inclusive):
             g = self.history.next_eval
-            self.history.record(g, self.w, variance=model_variance(self.w, self.local_models(g)))
+            self.history.record(g, self.w, True, variance=model_variance(self.w, self.local_models(g)))
 
     def local_models(self, t: float) -> Tensor:
         """Every client's local model ``(n, P)`` at time ``t``: its start trained for the steps done by ``t``."""

@@ -9,9 +9,9 @@ eta_c)``. Once ``b_m`` updates are buffered the server steps (Algorithm 2, line 
 with each update's own (possibly stale) starting model ``x_m^{(v)}``. Each task trains on its own federation
 (dataset, model, engine, partition over the same n clients); the pool decides who trains what when.
 
-A task with a ``target`` accuracy stops at the first evaluation that reaches it (Sec. 5.3): its requests still out
-are cancelled and its R_m goes to the other tasks in proportion to theirs (the authors' code), their buffers
-scaled alike (Algorithm 3, line 4).
+A task with a ``target`` accuracy stops at the first aggregation whose model reaches it (tested after every one, as
+Sync-ST's; Sec. 5.3): its requests still out are cancelled and its R_m goes to the other tasks in proportion to
+theirs (the authors' code), their buffers scaled alike (Algorithm 3, line 4).
 """
 from __future__ import annotations
 
@@ -93,11 +93,24 @@ class Realloc:
         return allocate_chunks(total, weights, self.chunk or CHUNK, active)
 
 
-#: what FedAST's first requests (sent at time 0 with model version 0) train from: "paper" -- x^(0), as Algorithm 2
-#: sends it; "current" -- the task's model live when the client starts the request, as the authors' code trains
-#: (askinb/FedAST ``server.py``: the stored version-0 weights are views of the live ones, which ``load_weights``
-#: overwrites at every aggregation, so a first request that starts after one trains from the aggregated model)
-FIRST_WAVES = ("paper", "current")
+#: what FedAST's first requests (those sent with model version 0) train from: "paper" -- x^(0), as Algorithm 2
+#: sends it; "code" -- as the authors' code runs them (askinb/FedAST ``server.async_run_fedast``): its event loop pops
+#: the :data:`~afl.sim.pool.POPPED` = 20 earliest-finishing events at a time (``num_of_threads``) and trains them
+#: right there, and its stored version 0 is ``weight.data``, a view of the live weights that every aggregation
+#: overwrites (``load_state_dict``), so a version-0 request trains from the model live when its batch is popped, or,
+#: where it is sent during a batch and ends before the batch's last event, from the model live when it is sent (the
+#: code trains it at once); "current" -- afl's earlier reading of the code: the model live when its client starts it
+FIRST_WAVES = ("paper", "code", "current")
+
+
+class _Request:
+    """A request out: the model it trains from (``start``; None while a first-wave request waits for it), its job
+    (None while deferred: its ``batches`` drawn when sent), when its client starts it (``began``) and when it ends."""
+
+    __slots__ = ("start", "job", "batches", "began", "end")
+
+    def __init__(self, start, job=None, batches=None, began: float = 0.0, end: float = 0.0):
+        self.start, self.job, self.batches, self.began, self.end = start, job, batches, began, end
 
 
 class FedASTServer:
@@ -112,7 +125,8 @@ class FedASTServer:
         self.feds, self.tasks, self.first_wave = list(feds), list(tasks), first_wave
         self.w = [fed.init.clone() for fed in self.feds]
         self.steps_at = [[(0.0, w)] for w in self.w]     # (time, model) of each version, while version 0 is out
-        self.deferred = [0] * len(self.tasks)            # the code's first-wave requests still out, per task
+        self.deferred = [0] * len(self.tasks)            # first-wave requests still waiting for their model, per task
+        self.batch_end = -np.inf                         # "code": the last event of the batch the loop popped last
         self.histories = [History(fed.queue, eval_every, total_time, target=t.target)
                           for fed, t in zip(self.feds, self.tasks)]
         self.pending = defaultdict(deque)
@@ -132,25 +146,42 @@ class FedASTServer:
     def live(self) -> list[int]:
         return [m for m in range(len(self.tasks)) if not self.control.finished[m]]
 
-    def on_request(self, m: int, client: int, t: float, start: float | None = None) -> None:
+    def on_request(self, m: int, client: int, t: float, start: float | None = None, end: float | None = None) -> None:
         task, fed = self.tasks[m], self.feds[m]
-        if self.first_wave == "current" and self.rounds[m] == 0:     # trains from the model live at its start
+        began = t if start is None else start
+        first = self.first_wave != "paper" and self.rounds[m] == 0
+        at_once = self.first_wave == "code" and end is not None and t < self.batch_end and end < self.batch_end
+        if first and not at_once:                      # trains from a model chosen later (FIRST_WAVES)
             batches = fed.queue.streams.take(client, task.steps)       # drawn now, as for every request
-            self.pending[(m, client)].append((None, batches, t if start is None else start))
+            self.pending[(m, client)].append(_Request(None, batches=batches, began=began, end=end or began))
             self.deferred[m] += 1
         else:
             job = fed.queue.submit(client, self.w[m], task.steps, task.lr, task.weight_decay)
-            self.pending[(m, client)].append((self.w[m], job, None))
+            self.pending[(m, client)].append(_Request(self.w[m], job))
         self.histories[m].counters["bytes_down"] += fed.model_bytes
 
+    def on_pop(self, t: float, batch_end: float) -> None:
+        """The authors' loop pops its next batch at ``t``, the earliest events, ending by ``batch_end``
+        (:func:`~afl.sim.simulate_pool_schedule`): with the code's first wave, the waiting version-0 requests among
+        them train from the models live now."""
+        self.batch_end = batch_end
+        if self.first_wave != "code":
+            return
+        for (m, _), queue in self.pending.items():
+            for r in queue:
+                if r.job is None and r.start is None and r.end <= batch_end:
+                    r.start = self.w[m]
+
     def on_update(self, m: int, client: int, t: float) -> None:
-        start, job, began = self.pending[(m, client)].popleft()
-        if start is None:                               # a first request of the code's first wave: started at began
+        r = self.pending[(m, client)].popleft()
+        if r.job is None:                               # a first-wave request: its model is known now
             task = self.tasks[m]
-            start = [w for at, w in self.steps_at[m] if at <= began][-1]
-            job = self.feds[m].queue.submit(client, start, task.steps, task.lr, task.weight_decay, batches=job)
+            if r.start is None:                         # "current": the version live when its client started it
+                r.start = [w for at, w in self.steps_at[m] if at <= r.began][-1]
+            r.job = self.feds[m].queue.submit(client, r.start, task.steps, task.lr, task.weight_decay,
+                                              batches=r.batches)
             self.deferred[m] -= 1
-        delta = start - job.result()
+        delta = r.start - r.job.result()
         self.buffers[m].append(delta)
         counters = self.histories[m].counters
         counters["uploads"] += 1
@@ -166,11 +197,15 @@ class FedASTServer:
             self._finish_task(m)
             return
         self.w[m] = self.w[m] - self.tasks[m].server_lr * torch.stack(self.buffers[m]).mean(0)
-        if self.deferred[m]:
+        if self.deferred[m] and self.first_wave == "current":
             self.steps_at[m].append((t, self.w[m]))
         self.buffers[m] = []
         self.rounds[m] += 1
         self.histories[m].counters["server_steps"] += 1
+        try:
+            self.histories[m].reach(t, self.w[m])     # tested after every aggregation, as Sync-ST: reached at t
+        except TargetReached:
+            self._finish_task(m)
 
     def _finish_task(self, m: int) -> None:
         """Task m reached its target: cancel its requests, give its R_m to the others in proportion to theirs

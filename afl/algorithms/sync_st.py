@@ -116,9 +116,8 @@ class SyncSTServer:
 
     def step(self, m: int, t: float, jobs) -> None:
         """Task m's round ends at t with the kept jobs: record, then ``x <- x - eta_s mean(x - y)``. A task whose new
-        model reaches its target finishes at once, at this aggregation (the paper evaluates after each one; its
-        clients go to the other tasks from the next round): the model is recorded at the next grid time, which is
-        the time to the target."""
+        model reaches its target finishes at once, at this aggregation, its time to the target (the paper evaluates
+        after each one; its clients go to the other tasks from the next round)."""
         task, h = self.tasks[m], self.histories[m]
         try:
             h.record(t, self.w[m])
@@ -131,12 +130,10 @@ class SyncSTServer:
         c["uploads"] += len(jobs)
         c["client_steps"] += task.steps * len(jobs)
         c["bytes_up"] += len(jobs) * self.feds[m].model_bytes
-        if (task.target is not None and h.next_eval <= h.total_time
-                and self.feds[m].queue.evaluate(self.w[m]).value()["accuracy"] >= task.target):
-            try:
-                h.record(h.next_eval, self.w[m])       # reaches: TargetReached at that grid time
-            except TargetReached:
-                self._finish(m, t)
+        try:
+            h.reach(t, self.w[m])                      # tested after every aggregation: reached at t
+        except TargetReached:
+            self._finish(m, t)
 
     def _finish(self, m: int, t: float) -> None:
         """Task m reached its target: its share goes to the tasks still training, in proportion to theirs."""

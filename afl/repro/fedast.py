@@ -125,8 +125,10 @@ class FedastSetting:
     runs every task to ``total_time`` (Figs. 3 and 8 compare final accuracies); ``models``: ``"dataset=model"``
     replacements of :data:`TASKS`' models; ``cap_first``: False sends FedAST's first requests regardless of the
     cap, as the authors' code does (:func:`~afl.sim.simulate_pool_schedule`); ``first_wave``: what FedAST's first
-    requests train from, x^(0) (``"paper"``) or the model live when they start (``"current"``, the code's;
-    :data:`afl.algorithms.fedast.FIRST_WAVES`)."""
+    requests train from: x^(0) (``"paper"``), the model live when the authors' event loop pops them (``"code"``), or
+    afl's earlier reading of the code, the model live when they start (``"current"``;
+    :data:`afl.algorithms.fedast.FIRST_WAVES`). A task's time to its target is the aggregation that reaches it,
+    FedAST's and Sync-ST's alike (each tested after every aggregation)."""
 
     tasksets: tuple = ("mnist,fashion-mnist,cifar10-jpeg,shakespeare",)
     methods: tuple = ("fedast", "fedast-code", "fedast-static", "sync-st")

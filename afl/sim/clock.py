@@ -68,6 +68,13 @@ class EventQueue:
         self._drop_cancelled()
         return self._heap[0][3] if self._heap else None
 
+    def earliest(self, k: int) -> list[float]:
+        """The times of the ``k`` earliest live events (fewer where fewer are pending), without removing them."""
+        return [t for t, _, _, e in heapq.nsmallest(k + self._cancelled_in_heap(), self._heap) if not e.cancelled][:k]
+
+    def _cancelled_in_heap(self) -> int:
+        return len(self._heap) - self._live
+
     def pop(self) -> Event:
         """Remove and return the earliest event and move the clock to its time."""
         self._drop_cancelled()

@@ -31,6 +31,10 @@ from afl.sim.speeds import SpeedProfile
 from afl.sim.timeline import Timeline
 
 
+#: the events the authors' loop pops and trains at a time (``num_of_threads`` = 20 in its configurations)
+POPPED = 20
+
+
 @dataclass(frozen=True)
 class PoolTask:
     """One task's share of the pool: ``requests`` active requests (R_m), a buffer of ``buffer`` updates (b_m),
@@ -122,11 +126,14 @@ class PoolSchedule:
 
 
 def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int | None = None, seed=0,
-                           max_new: int = 2, learner=None, cap_first: bool = True) -> PoolSchedule:
+                           max_new: int = 2, learner=None, cap_first: bool = True, popped: int = POPPED) -> PoolSchedule:
     """Simulate ``tasks`` (:class:`PoolTask`, one per model of ``profile``'s costs) sharing ``profile``'s clients
     until ``t_end`` or until every task has finished. ``learner`` (optional) is told ``on_request(task, client,
-    t, start)`` when a request is sent (train from the task's current model; the client starts it at ``start``),
-    ``on_update(task, client, t)`` when it arrives and ``on_server_step(task, t, updates)`` when the task's buffer is full; if it has ``bind(control)``
+    t, start, end)`` when a request is sent (train from the task's current model; the client starts it at ``start``
+    and ends it at ``end``), ``on_update(task, client, t)`` when it arrives and ``on_server_step(task, t, updates)``
+    when the task's buffer is full; if it has ``on_pop(t, end)``, it is told when the authors' event loop would pop
+    its next batch of ``popped`` events (the earliest, ending by ``end``), before the first of them arrives; if it
+    has ``bind(control)``
     it gets the run's :class:`PoolControl` first, to reallocate requests and buffers and finish tasks. A client
     serves its requests in the order they were sent (FCFS), so a learner can match each arrival to its request
     by keeping, per (task, client), its requests in order."""
@@ -165,7 +172,7 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
         event = clock.push(end, "update", task=m, client=c, sent=t, start=start, version=version[m])
         out_now[m][event] = c
         if learner is not None:
-            learner.on_request(m, c, t, start)
+            learner.on_request(m, c, t, start, end)
 
     def top_up(m: int, t: float, most: int | None = None, capped: bool = True) -> None:
         free = min(control.requests[m] - active[m], control.budget - sum(active))
@@ -192,8 +199,13 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
 
     for m in range(len(tasks)):
         top_up(m, 0.0, capped=cap_first)
+    batch_end, pops = -np.inf, learner is not None and hasattr(learner, "on_pop")
+    popped = check_int("popped", popped, 1)
     while not all(control.finished) and clock.peek() is not None and clock.peek().time <= t_end:
         e = clock.pop()
+        if pops and e.time > batch_end:                 # the code's loop pops its next batch now
+            batch_end = max([e.time] + clock.earliest(popped - 1))
+            learner.on_pop(e.time, batch_end)
         m, c, t = e["task"], e["client"], e.time
         del out_now[m][e]
         held[c] -= 1
@@ -217,4 +229,4 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
     return out
 
 
-__all__ = ["PoolTask", "Update", "PoolControl", "PoolSchedule", "simulate_pool_schedule"]
+__all__ = ["POPPED", "PoolTask", "Update", "PoolControl", "PoolSchedule", "simulate_pool_schedule"]
