@@ -28,6 +28,19 @@ CHANGES = (
     Change("dropout-seeding", "f041dbf", "2026-11-26", ("qafel-table1", "qafel-table2", "qafel-fig3"),
            "dropout masks are drawn from each run's own generator (before, a run with dropout depended on the "
            "process it ran in)", applies=lambda config: bool(config.get("dropout", 0.0))),
+    Change("evaluation-after-step", "b229d860c5e8169a4559cbbea34530e741ef5588", "2026-11-27",
+           ("favas-table2", "favas-fig1", "favas-fig2", "favas-ablation", "favas-fig3a", "favas-fig3b", "ghbm-table2",
+            "ghbm-tau", "ghbm-alpha", "ghbm-fig1"),
+           "an evaluation at the time of a server step sees the model after it, as the papers evaluate after the "
+           "round (before, the model before it: GHBM's last-rounds average and FAVAS's final accuracy move by one "
+           "step)"),
+    Change("dropout-per-run", "b229d860c5e8169a4559cbbea34530e741ef5588", "2026-11-27", ("qafel-table1", "qafel-table2", "qafel-fig3"),
+           "in a fleet, each dropout run trains in engine calls of its own (before, its masks depended on the runs "
+           "beside it)", applies=lambda config: bool(config.get("dropout", 0.0))),
+    Change("fedast-target-at-aggregation", "b229d860c5e8169a4559cbbea34530e741ef5588", "2026-11-27",
+           ("fedast-fig2", "fedast-fig5", "fedast-fig7", "fedast-d6", "fedast-fig8", "fedast-fig9"),
+           "FedAST tests its target after every aggregation as Sync-ST does, and both report that aggregation's time "
+           "(before, FedAST noticed it on the evaluation grid and Sync-ST reported the next grid time)"),
 )
 
 __all__ = ["Change", "CHANGES"]
