@@ -274,8 +274,10 @@ def test_bench_fleet_names_the_grids_it_can_run():
 
 
 def test_the_shakespeare_federation_is_the_papers():
-    """App. C.1 / Table 6: 100 clients of 2,000 windows each, each one role (non-IID), or the same 200,000 windows
-    shuffled over the clients (IID); the earlier split stays available by name."""
+    """App. C.1 / Table 6: 100 clients of 2,000 windows each, each one role (non-IID), or 200,000 windows of every
+    role spread over the clients (IID); one federation for every seed (the authors' pre-sampled files), each role's
+    windows a contiguous run, and FedDyn's test set of 400 windows per chosen role. afl's earlier readings stay
+    available by name, each one setting (issue 52)."""
     import os
     if not os.environ.get("AFL_DATA"):
         pytest.skip("AFL_DATA is not set: needs the Shakespeare mirror")
@@ -284,8 +286,25 @@ def test_the_shakespeare_federation_is_the_papers():
     noniid, iid = (ghbm.client_parts(cfg, data, split, 0) for split in ("noniid", "iid"))
     for parts in (noniid, iid):
         assert len(parts) == 100 and all(len(p) == 2000 for p in parts)
-    assert all(len(data.train_groups[p].unique()) == 1 for p in noniid)          # one role each
-    assert torch.equal(torch.cat(noniid).sort().values, torch.cat(iid).sort().values)   # the same windows
-    assert sum(len(data.train_groups[p].unique()) > 1 for p in iid) == 100
+    roles = [int(data.train_groups[p].unique()) for p in noniid]                 # one role each
+    assert len(set(roles)) == 100 and all(len(data.train_groups[p].unique()) == 1 for p in noniid)
+    assert all(bool((p.diff() == 1).all()) for p in noniid)                      # a contiguous run of windows
+    every_role = set(data.train_groups[torch.cat(iid)].unique().tolist())
+    assert len(every_role) > 300 and not set(roles) >= every_role                # IID: windows of every role
+    for part_a, part_b in zip(noniid, ghbm.client_parts(cfg, data, "noniid", 7)):
+        assert torch.equal(part_a, part_b)                                       # the same federation every seed
+    test = ghbm.test_view(cfg, data, 0)
+    assert set(test.test_groups.unique().tolist()) == set(roles) and len(test.test_y) <= 100 * ghbm.TEST_PER_ROLE
+    # the earlier readings, each by name
+    first = ghbm.client_parts(replace(cfg, crop="first"), data, "noniid", 0)
+    for p in first:                                                             # a role's first 2,000 windows
+        assert torch.equal(p, torch.nonzero(data.train_groups == data.train_groups[p[0]]).flatten()[:2000])
+    assert not all(torch.equal(p, q) for p, q in zip(first, noniid))
+    per_seed = [int(data.train_groups[p[0]]) for p in ghbm.client_parts(replace(cfg, roles="per-seed"), data,
+                                                                         "noniid", 7)]
+    assert set(per_seed) != set(roles)
+    chosen = ghbm.client_parts(replace(cfg, iid_pool="chosen-roles"), data, "iid", 0)
+    assert torch.equal(torch.cat(chosen).sort().values, torch.cat(noniid).sort().values)
+    assert ghbm.test_view(replace(cfg, test_set="all-roles"), data, 0) is data
     earlier = ghbm.client_parts(replace(cfg, federation="any-roles"), data, "noniid", 0)
     assert sum(map(len, earlier)) < 200000 and min(map(len, earlier)) < 2000

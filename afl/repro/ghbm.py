@@ -150,6 +150,17 @@ DATASETS = {
 SHAKESPEARE_WINDOWS = 2000
 #: Shakespeare federations (:class:`GhbmSetting` ``federation``)
 FEDERATIONS = ("paper", "any-roles")
+#: the paper federation in detail (:class:`GhbmSetting`; issue 52): its roles are one draw for every seed, as the
+#: authors' pre-sampled files (FedDyn's preprocessing), or a new draw per seed (afl's earlier); a role's 2,000 windows
+#: a random contiguous run (FedDyn's) or its first; the IID split's windows drawn from every role (App. C.1:
+#: "randomly distributing sentences from all roles") or from the chosen roles; the test set 400 windows of each
+#: chosen role (FedDyn's, the authors' ``test_sampled``) or ``test_samples`` windows of every role
+ROLES, CROPS, IID_POOLS, TEST_SETS = ("fixed", "per-seed"), ("offset", "first"), ("all-roles", "chosen-roles"), (
+    "chosen-roles", "all-roles")
+#: test windows of each chosen role (FedDyn's Shakespeare test set)
+TEST_PER_ROLE = 400
+#: the seed of the one draw of a ``roles="fixed"`` federation
+FEDERATION_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -167,16 +178,23 @@ class GhbmSetting:
     paper's text) or ``"uniform"`` (the authors' code for the MIME family, ``aggregation_policy: uniform``).
     ``federation`` (Shakespeare): ``"paper"`` -- LEAF's split as App. C.1 and Table 6 give it, ``clients`` roles
     among those holding at least :data:`SHAKESPEARE_WINDOWS` windows, each cropped to that many (one epoch: J = 20
-    steps of B = 100), the IID split the same windows shuffled over the clients -- or ``"any-roles"``, afl's
-    earlier split (any roles, cut at 2,000 windows: most hold fewer; kept to read older results).
-    Changing ``dataset`` brings its row of :data:`DATASETS` unless set too.
+    steps of B = 100), and for IID as many windows spread over the clients -- or ``"any-roles"``, afl's earlier
+    split (any roles, cut at 2,000 windows: most hold fewer; kept to read older results). The paper federation in
+    detail (:data:`ROLES`, :data:`CROPS`, :data:`IID_POOLS`, :data:`TEST_SETS`): ``roles``, ``crop``, ``iid_pool``
+    and ``test_set`` (``test_samples`` applies to ``test_set="all-roles"``). Changing ``dataset`` brings its row of
+    :data:`DATASETS` unless set too.
     """
 
     @staticmethod
     def BEFORE(config: dict) -> dict:    # noqa: N802 -- what results saved before a field existed ran with
-        """Shakespeare results saved before ``federation`` existed ran on the earlier split
-        (:func:`afl.repro.runner.saved_config`); the field means nothing elsewhere."""
-        return {"federation": "any-roles"} if config.get("dataset") == "shakespeare" else {}
+        """Shakespeare results saved before ``federation`` existed ran on the earlier split, and before the
+        federation's details were fields, on roles drawn per seed, each cropped to its first windows, IID windows
+        from the chosen roles and a test set from every role (:func:`afl.repro.runner.saved_config`); the fields
+        mean nothing elsewhere."""
+        if config.get("dataset") != "shakespeare":
+            return {}
+        return {"federation": "any-roles", "roles": "per-seed", "crop": "first", "iid_pool": "chosen-roles",
+                "test_set": "all-roles"}
 
     dataset: str = "cifar10-jpeg"
     model: str = "cnn-cifar"
@@ -200,11 +218,17 @@ class GhbmSetting:
     retune: tuple = ()               # Table 7's values changed, "method.name=value" each, e.g. "fedcm.server_lr=1"
     weighting: str = "size"          # the server's average over its clients (afl.algorithms.rounds.WEIGHTINGS)
     federation: str = "paper"        # Shakespeare's clients: FEDERATIONS
+    roles: str = "fixed"             # Shakespeare, paper federation: ROLES, CROPS, IID_POOLS, TEST_SETS
+    crop: str = "offset"
+    iid_pool: str = "all-roles"
+    test_set: str = "chosen-roles"
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("weighting", self.weighting, WEIGHTINGS)
         check_choice("federation", self.federation, FEDERATIONS)
+        for name, allowed in (("roles", ROLES), ("crop", CROPS), ("iid_pool", IID_POOLS), ("test_set", TEST_SETS)):
+            check_choice(name, getattr(self, name), allowed)
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("hyper", self.hyper, HYPER)
         check_choice("model", self.model, MODEL_NAMES)
@@ -334,11 +358,14 @@ def setting(experiment: str, quick: bool | None = None, **overrides) -> GhbmSett
 
 
 def load_task(cfg: GhbmSetting, root=None, device="cpu") -> Dataset:
-    """The experiment's dataset, its test set cut to a fixed seeded subset of ``cfg.test_samples``."""
+    """The experiment's dataset, its test set cut to a fixed seeded subset of ``cfg.test_samples`` (Shakespeare's
+    paper federation with ``test_set="chosen-roles"``: whole, each run keeps its roles' windows, :func:`test_view`)."""
     data = load_dataset(cfg.dataset, root=root, device=device)
     if cfg.test_samples is not None:
         check_int("test_samples", cfg.test_samples, 1, data.n_test, hint=f"at most {cfg.dataset}'s {data.n_test} test "
                   "samples, or None for all")
+    if role_test_set(cfg):
+        return data
     if cfg.test_samples is not None and cfg.test_samples < data.n_test:
         keep = torch.as_tensor(np.sort(np.random.default_rng(20240101).choice(data.n_test, cfg.test_samples,
                                                                               replace=False)), device=device)
@@ -346,23 +373,65 @@ def load_task(cfg: GhbmSetting, root=None, device="cpu") -> Dataset:
     return data
 
 
+def role_test_set(cfg: GhbmSetting) -> bool:
+    """Whether each run tests on its own roles' windows (Shakespeare's paper federation, FedDyn's test set)."""
+    return cfg.dataset == "shakespeare" and cfg.federation == "paper" and cfg.test_set == "chosen-roles"
+
+
+def chosen_roles(cfg: GhbmSetting, data: Dataset, seed: int) -> list[torch.Tensor]:
+    """Shakespeare's clients, one role each: ``clients`` roles of at least :data:`SHAKESPEARE_WINDOWS` windows
+    (paper federation; any size for ``"any-roles"``), each cut to that many -- a random contiguous run
+    (``crop="offset"``) or its first -- drawn once for every seed (``roles="fixed"``) or per ``seed``."""
+    paper = cfg.federation == "paper"
+    draw = FEDERATION_SEED if paper and cfg.roles == "fixed" else seed
+    roles = make_partition("by_group", data.train_groups.cpu(), cfg.clients, seed=draw,
+                           min_samples=SHAKESPEARE_WINDOWS if paper else 2)
+    if not (paper and cfg.crop == "offset"):
+        return [p[:SHAKESPEARE_WINDOWS] for p in roles]
+    rng = np.random.default_rng([draw, 1])
+    starts = [int(rng.integers(len(p) - SHAKESPEARE_WINDOWS + 1)) for p in roles]
+    return [p[s:s + SHAKESPEARE_WINDOWS] for p, s in zip(roles, starts)]
+
+
+def test_view(cfg: GhbmSetting, data: Dataset, seed: int) -> Dataset:
+    """``data`` with the test set a run evaluates on: FedDyn's, :data:`TEST_PER_ROLE` windows of each chosen role
+    (a seeded draw from the role's LEAF test windows; all of them where it has fewer), where
+    :func:`role_test_set`; else ``data`` as :func:`load_task` cut it."""
+    if not role_test_set(cfg):
+        return data
+    groups = data.train_groups[torch.cat(chosen_roles(cfg, data, seed))].unique().cpu().numpy()
+    test_groups = data.test_groups.cpu().numpy()
+    rng = np.random.default_rng([FEDERATION_SEED if cfg.roles == "fixed" else seed, 2])
+    keep = []
+    for g in groups:
+        windows = np.flatnonzero(test_groups == g)
+        keep.append(np.sort(rng.choice(windows, min(TEST_PER_ROLE, len(windows)), replace=False)))
+    keep = torch.as_tensor(np.concatenate(keep), device=data.test_x.device)
+    return replace(data, test_x=data.test_x[keep], test_y=data.test_y[keep], test_groups=data.test_groups[keep])
+
+
 def client_parts(cfg: GhbmSetting, data: Dataset, split: str, seed: int) -> list[torch.Tensor]:
     """The clients' sample indices for ``split``: one class (alpha = 0) or Dirichlet(alpha) label mixes,
-    ``n / clients`` samples each (the code's rebalancing); Shakespeare: ``cfg.federation``'s (paper: one role of at
-    least 2,000 windows each, cropped to 2,000; IID: those 200,000 windows shuffled over the clients). Where classes
-    are too unequal for ``n / clients`` samples of one class per client (MNIST: 5,421 fives for 10 clients of 600),
-    alpha = 0 gives each client the largest size that one class can fill for all (MNIST: 584)."""
+    ``n / clients`` samples each (the code's rebalancing); Shakespeare: one role each (:func:`chosen_roles`), or for
+    IID as many windows spread over the clients, drawn from every role (``iid_pool="all-roles"``, App. C.1) or from
+    the chosen roles' windows. Where classes are too unequal for ``n / clients`` samples of one class per client
+    (MNIST: 5,421 fives for 10 clients of 600), alpha = 0 gives each client the largest size that one class can
+    fill for all (MNIST: 584)."""
     alpha = split_alpha(split)
     if cfg.dataset == "shakespeare":
-        least = SHAKESPEARE_WINDOWS if cfg.federation == "paper" else 2
-        roles = make_partition("by_group", data.train_groups.cpu(), cfg.clients, seed=seed, min_samples=least)
-        parts = [p[:SHAKESPEARE_WINDOWS] for p in roles]
+        parts = chosen_roles(cfg, data, seed)
         if alpha == 0:
             return parts
+        sizes = [len(p) for p in parts]
         if cfg.federation == "any-roles":
-            return make_partition("sized", data.train_y.cpu(), seed=seed, sizes=[len(p) for p in parts])
-        pool = torch.cat(parts)[torch.from_numpy(np.random.default_rng(seed).permutation(sum(map(len, parts))))]
-        return list(pool.split([len(p) for p in parts]))
+            return make_partition("sized", data.train_y.cpu(), seed=seed, sizes=sizes)
+        draw = FEDERATION_SEED if cfg.roles == "fixed" else seed
+        if cfg.iid_pool == "all-roles":
+            pool = torch.from_numpy(np.random.default_rng([draw, 3]).choice(len(data.train_y), sum(sizes),
+                                                                             replace=False))
+        else:
+            pool = torch.cat(parts)[torch.from_numpy(np.random.default_rng(draw).permutation(sum(sizes)))]
+        return list(pool.split(sizes))
     alpha = cfg.iid_alpha if np.isinf(alpha) else alpha
     size = None if alpha == 0 else len(data.train_y) // cfg.clients     # None: n / clients where one class fills it
     return make_partition("dirichlet", data.train_y.cpu(), cfg.clients, seed=seed, alpha=alpha, size=size)
@@ -380,7 +449,7 @@ def compute_run(cfg: GhbmSetting, split: str, method: str, tau: int | None, seed
     accuracy (mean over the last ``last`` rounds). ``checkpoints``: a folder where the run saves its state every
     :func:`afl.checkpoint.every_s` seconds and from which it goes on if it was stopped (:mod:`afl.checkpoint`)."""
     algorithm, kw = cfg.run_kwargs(method, tau)
-    data = dataset if dataset is not None else load_task(cfg, root=root, device=device)
+    data = test_view(cfg, dataset if dataset is not None else load_task(cfg, root=root, device=device), seed)
     parts = client_parts(cfg, data, split, seed)
     fed = make_federation(data, cfg.model, cfg.clients, batch_size=cfg.batch, seed=seed, device=device, parts=parts,
                           precision=cfg.precision)

@@ -314,9 +314,10 @@ def user_parts(cfg: QafelSetting, data: Dataset, seed: int) -> list[Tensor]:
 
 
 def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: int, *, dataset=None,
-                device="cpu", root=None) -> dict:
+                device="cpu", root=None, learner_class=None) -> dict:
     """One seeded run of ``method``: stopped when the validation accuracy first reaches ``cfg.target`` (else at
-    ``cfg.max_uploads``); its curve against uploads, uploads to target and message sizes."""
+    ``cfg.max_uploads``); its curve against uploads, uploads to target and message sizes. ``learner_class``: an
+    instrumented subclass of the method's learner (a probe: :func:`afl.algorithms.run_algorithm`)."""
     algorithm, kw = cfg.run_kwargs(method, concurrency)
     data = dataset if dataset is not None else load_task(cfg, root=root, device=device)
     parts = user_parts(cfg, data, seed)
@@ -326,7 +327,8 @@ def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: i
                           precision=cfg.precision)
     rate = kw["arrival_rate"]
     out = run_algorithm(algorithm, fed, total_time=cfg.max_uploads / rate, eval_every=cfg.eval_every / rate,
-                        target=cfg.target, allow_large=True, **kw)   # the work was checked for the grid: runner.execute
+                        target=cfg.target, allow_large=True,   # the work was checked for the grid: runner.execute
+                        learner_class=learner_class, **kw)
     out.pop("schedule")
     out.pop("model")
     d = fed.init.numel()
