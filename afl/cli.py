@@ -8,6 +8,8 @@ import json
 import os
 import sys
 
+from .deadline import TimeLimit
+
 
 def _models(args) -> None:
     from .models import describe_models
@@ -127,6 +129,9 @@ def _repro(args) -> None:
                 raise ParameterError("--set seeds", overrides["seeds"],
                                      f"the value of --seeds ({seeds}), or one of the two")
             seeds = overrides.pop("seeds")
+        if args.time_limit is not None:
+            from . import deadline
+            deadline.start(deadline.parse(args.time_limit))
         out = run_experiment(args.experiment, quick=args.quick, seeds=seeds, out=args.out, root=args.root,
                              device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
                              fleet_size=args.fleet_size, ray=ray_address(args.ray), processes=args.processes,
@@ -249,17 +254,17 @@ def _override(text: str) -> tuple[str, object]:
         return field, value
 
 
-def _interrupted(args) -> str:
-    """What was kept when Ctrl-C stopped a command, and how to go on."""
+def _interrupted(args, why: str = "interrupted") -> str:
+    """What was kept when Ctrl-C (or the time limit: ``why``) stopped a command, and how to go on."""
     if getattr(args, "command", None) != "repro":
-        return "afl: interrupted"
+        return f"afl: {why}"
     from pathlib import Path
     from .results import PartialRuns
     partial = PartialRuns(Path(args.out) / f"{args.experiment}.partial.jsonl", key="")
     checkpoints = Path(args.out) / f"{args.experiment}.checkpoints"
     midway = len(list(checkpoints.glob("*.ckpt"))) if checkpoints.is_dir() else 0
     stopped = f", and {midway} stopped run(s) have checkpoints in {checkpoints}" if midway else ""
-    return (f"afl: interrupted; {partial.count()} finished run(s) are saved in {partial.path}{stopped}. Run the "
+    return (f"afl: {why}; {partial.count()} finished run(s) are saved in {partial.path}{stopped}. Run the "
             f"same command again to resume from them; add --fresh to start over.")
 
 
@@ -361,6 +366,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "command recorded with the results keeps it). A list is comma-separated (--set "
                         "methods=fedbuff,qafel_c4_s4) or a Python literal, which keeps an item's own commas "
                         "(--set \"tasksets=('mnist,fashion-mnist',)\")")
+    r.add_argument("--time-limit", default=None, metavar="DURATION",
+                   help="stop cleanly after this long (90s, 9m, 2.5h; a number: minutes), for a job with a time limit "
+                        "(Slurm, Colab): finished runs are saved, runs that checkpoint save their state, exit status 3; "
+                        "the same command goes on from them")
     r.add_argument("--allow-large", action="store_true",
                    help="run a setting estimated above afl's limits of work (1e9 client steps, 1e6 evaluations: "
                         "far above every paper setting; afl.budget), which is refused otherwise")
@@ -425,6 +434,9 @@ def main(argv=None) -> int:
     except ValueError as err:          # bad input: say what and why, no traceback
         print(f"afl: error: {err}", file=sys.stderr)
         return 2
+    except TimeLimit:                  # --time-limit: stopped cleanly, to go on in the next job
+        print("\n" + _interrupted(args, "the time limit is reached"), file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("\n" + _interrupted(args), file=sys.stderr)
         return 130

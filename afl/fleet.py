@@ -35,6 +35,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 import torch
 
+from .deadline import TimeLimit
 from .errors import ParameterError, check_int
 from .jobs import _context, run_pending
 from .results import advance, simulating, watch
@@ -194,6 +195,8 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
                 advance(message.key, message.fraction, message.resumed)
             elif isinstance(message, _Failure):
                 raise RuntimeError(f"run_in_processes: a process failed outside its runs:\n{message.text}")
+            elif isinstance(message, _Stopped):
+                raise TimeLimit("the time limit stopped a process of the grid")
             else:
                 outcomes[message.key] = message
                 if on_outcome is not None:
@@ -238,6 +241,11 @@ class _Failure:
     text: str
 
 
+@dataclass(frozen=True)
+class _Stopped:
+    """A process of :func:`run_in_processes` stopped at the command's time limit (:mod:`afl.deadline`)."""
+
+
 def _orphan_watch(parent: int, every_s: float = 1.0) -> None:
     """End this worker process once its parent has gone (killed, say, with SIGKILL: its daemon workers would
     otherwise compute on for minutes, owned by no one)."""
@@ -259,6 +267,8 @@ def _run_part(outbox, threads: int, processes: int, work, part, parent: int | No
     watch(_Progress)
     try:
         work(part, on_outcome=outbox.put)
+    except TimeLimit:                     # the command's time limit: the parent stops, its finished runs saved
+        outbox.put(_Stopped())
     except BaseException:  # noqa: BLE001 -- reported to the parent, which raises it
         outbox.put(_Failure(traceback.format_exc()))
 

@@ -171,6 +171,45 @@ def test_ctrl_c_names_the_checkpoints_and_fresh_discards_them(tmp_path, monkeypa
     assert "resumed_at" not in run_ and not (out / "ghbm-table2.checkpoints").exists()
 
 
+def test_a_time_limit_stops_cleanly_and_the_same_command_goes_on(tmp_path, monkeypatch, capsys, synthetic):
+    """``--time-limit``: the run saves its state at the round where the limit passes and the command ends with
+    status 3, naming what was kept; the same command goes on from it (here, with no limit) to the run that never
+    stopped (its results equal another folder's uninterrupted run)."""
+    from afl import deadline
+    monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10_000)): next(calls) >= 3)
+    argv = ["repro", "ghbm-table2", "--quick", "--no-fleet", "--set", "splits=noniid", "--set", "methods=fedhbm"] + [
+        x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
+    try:
+        assert main(argv + ["--out", str(tmp_path / "a"), "--time-limit", "9m"]) == 3
+    finally:
+        deadline.clear()
+    err = capsys.readouterr().err
+    assert "afl: the time limit is reached; 0 finished run(s)" in err and "1 stopped run(s) have checkpoints" in err
+    monkeypatch.setattr(deadline, "passed", lambda: False)
+    for out in ("a", "b"):
+        assert main(argv + ["--out", str(tmp_path / out)]) == 0
+    resumed, whole = (json.loads((tmp_path / out / "ghbm-table2.json").read_text())["runs"][0] for out in "ab")
+    assert resumed.pop("resumed_at") and resumed["curve"] == whole["curve"] and resumed["final"] == whole["final"]
+
+
+def test_a_time_limit_stops_an_event_clock_and_reads_durations():
+    from afl import deadline
+    from afl.sim.clock import EventQueue
+    clock = EventQueue(0)
+    clock.push(1.0, "a")
+    try:
+        deadline.start(-1.0)                                   # already past
+        with pytest.raises(deadline.TimeLimit):
+            clock.pop()
+    finally:
+        deadline.clear()
+    assert clock.pop().time == 1.0
+    assert [deadline.parse(x) for x in ("90s", "9m", "2.5h", "9", " 1.5 ")] == [90, 540, 9000, 540, 90]
+    for bad in ("0", "-3m", "9 minutes", ""):
+        with pytest.raises(ParameterError, match="--time-limit"):
+            deadline.parse(bad)
+
+
 def test_a_learner_attribute_that_cannot_be_saved_is_an_error(tmp_path):
     class Holding(get("fedavg").learner):
         def __init__(self, *args):

@@ -2,13 +2,15 @@
 
 Events pop in order of ``(time, priority, insertion order)``: equal times are broken by ``priority`` (lower first,
 default 0) and then first-pushed first-popped, so a run is a deterministic function of its seed. The queue owns the
-run's random generator (``queue.rng``) so that every draw of a simulation comes from one seeded stream.
+run's random generator (``queue.rng``) so that every draw of a simulation comes from one seeded stream. Past the
+command's time limit (:mod:`afl.deadline`) the clock stops: ``pop`` raises :class:`afl.deadline.TimeLimit`.
 """
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
 
+from afl import deadline
 from afl.errors import check_int, check_real
 from afl.sim._rng import generator
 
@@ -76,7 +78,9 @@ class EventQueue:
         return len(self._heap) - self._live
 
     def pop(self) -> Event:
-        """Remove and return the earliest event and move the clock to its time."""
+        """Remove and return the earliest event and move the clock to its time (:class:`afl.deadline.TimeLimit` past
+        the command's time limit)."""
+        deadline.check()
         self._drop_cancelled()
         if not self._heap:
             raise IndexError("pop from an empty EventQueue")

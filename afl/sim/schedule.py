@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from afl import deadline
 from afl.errors import ParameterError, check_int, check_real
 from afl.sim._rng import generator
 from afl.sim.arrivals import ArrivalProcess
@@ -395,7 +396,8 @@ def simulate_rounds(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0,
     delivers ``K`` steps at r + 1, where the server steps. ``floor(t_end)`` rounds are run; ``profile`` only
     names the clients' classes for the timeline. ``learner``: as in :func:`simulate_async_schedule`.
     ``checkpoint`` (a :class:`afl.checkpoint.RunCheckpoint`, with a learner): go on from its saved round if it
-    has one, and save the state at the end of a round whenever it is due.
+    has one, and save the state at the end of a round whenever it is due, and before stopping at the command's time
+    limit (:mod:`afl.deadline`).
     """
     K = check_int("K", K, 1)
     t_end = check_real("t_end", t_end, 1, hint="at least one round")
@@ -418,8 +420,11 @@ def simulate_rounds(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0,
         if learner is not None:
             learner.on_server_step(float(r + 1), got)
         timeline.server_step(float(r + 1))
-        if checkpoint is not None and r + 1 < int(t_end) and checkpoint.due():
+        stop = deadline.passed() and r + 1 < int(t_end)
+        if checkpoint is not None and r + 1 < int(t_end) and (checkpoint.due() or stop):
             checkpoint.save(dict(round=r + 1, sampler=sampler, timeline=timeline, contacts=contacts,
                                  learner=learner.snapshot()))
+        if stop:                               # the command's time limit: saved above where the run checkpoints
+            raise deadline.TimeLimit(f"the time limit stopped the run after round {r + 1}")
     return ScheduleResult("rounds", profile, K, timeline, contacts,
                           dict(s=s, t_end=t_end, seed=seed, sampling=sampling))

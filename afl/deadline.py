@@ -1,0 +1,65 @@
+"""A command's time limit (``afl repro --time-limit``), for a job that must end by a set time (a Slurm allocation, a
+Colab session, a spot instance): past it, a run stops at its next event or round, a run that checkpoints saves its
+state first (:mod:`afl.checkpoint`), and the command ends cleanly, its finished runs saved, to go on in the next
+job with the same command.
+
+The limit is an absolute time in ``$AFL_DEADLINE`` (seconds since the epoch), so that the processes of a grid
+(``--processes``) share it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from .errors import ParameterError
+
+ENV = "AFL_DEADLINE"
+
+
+class TimeLimit(KeyboardInterrupt):
+    """The command's time limit was reached: it stops as at Ctrl-C (finished runs and checkpoints are kept)."""
+
+
+def _read() -> float | None:
+    value = os.environ.get(ENV)
+    return None if value in (None, "") else float(value)
+
+
+_deadline = _read()
+
+
+def parse(text) -> float:
+    """Seconds of a time limit: ``"90s"``, ``"9m"``, ``"2.5h"`` or a number of minutes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)\s*", str(text))
+    if match is None or float(match[1]) <= 0:
+        raise ParameterError("--time-limit", text, "a positive duration: 90s, 9m, 2.5h, or minutes (9)")
+    return float(match[1]) * {"s": 1, "m": 60, "h": 3600, "": 60}[match[2]]
+
+
+def start(seconds: float) -> float:
+    """Set the limit ``seconds`` from now, for this process and those it starts; returns it (epoch seconds)."""
+    global _deadline
+    _deadline = time.time() + seconds
+    os.environ[ENV] = repr(_deadline)
+    return _deadline
+
+
+def clear() -> None:
+    global _deadline
+    _deadline = None
+    os.environ.pop(ENV, None)
+
+
+def passed() -> bool:
+    """Whether the command's time limit, if it has one, is reached."""
+    return _deadline is not None and time.time() >= _deadline
+
+
+def check() -> None:
+    """Raise :class:`TimeLimit` once the command's time limit is reached."""
+    if passed():
+        raise TimeLimit("the command's time limit is reached")
+
+
+__all__ = ["TimeLimit", "ENV", "parse", "start", "clear", "passed", "check"]
