@@ -50,8 +50,8 @@ def safe_globals() -> list:
 
 
 def every_s() -> float:
-    """Seconds between two checkpoints: ``$AFL_CHECKPOINT_EVERY`` if set (e.g. 240 on a machine lent for 10-minute
-    calls), else :data:`EVERY_S`."""
+    """Seconds between two checkpoints: ``$AFL_CHECKPOINT_EVERY`` if set (e.g. 60 in a job with a time limit of a few
+    minutes), else :data:`EVERY_S`."""
     value = env_number("AFL_CHECKPOINT_EVERY", float, 0, "seconds of wall time, >= 0")
     return EVERY_S if value is None else value
 

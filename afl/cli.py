@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
 from .deadline import TimeLimit
+from .rates import MACHINES
 
 
 def _models(args) -> None:
@@ -36,9 +38,26 @@ def _algorithms(args) -> None:
 
 
 def _data(args) -> int:
-    """Check every named dataset (each reported, none skipped); status 2 if any is missing or corrupt."""
+    """verify/download: check every named dataset (each reported, none skipped); status 2 if any is missing or
+    corrupt. pack/unpack: datasets for a machine without internet (:mod:`afl.data.packing`)."""
+    from pathlib import Path
     from .data.files import locate
     from .errors import ChecksumError, DataMissingError, ParameterError
+    if args.action in ("pack", "unpack"):
+        from .data import packing
+        if args.to is None:
+            raise ParameterError("--to", None, f"the folder to {args.action} into (afl picks none for you)")
+        if args.action == "pack":
+            files = packing.pack(args.names, Path(args.to), root=args.root)
+            size = sum(f.stat().st_size for f in files)
+            print(f"packed {', '.join(args.names)}: {len(files)} file(s), {size / 1e6:.1f} MB in {args.to} "
+                  f"('afl data unpack {args.to} --to DATA_ROOT' unpacks and checks them)")
+            return 0
+        if len(args.names) != 1:
+            raise ParameterError("folder", " ".join(args.names), "one folder written by afl data pack")
+        root = packing.unpack(Path(args.names[0]), Path(args.to))
+        print(f"unpacked {args.names[0]} into {root}, every MD5 checked (use it as AFL_DATA={root} or --root {root})")
+        return 0
     failed = 0
     for name in args.names:
         try:
@@ -174,51 +193,52 @@ def _report(args) -> int:
     return 0
 
 
-def _queue(args) -> int:
+def _plan(args) -> int:
+    """``afl plan``: the paper-scale runs the scoreboard lacks; ``run`` them under a time limit; ``archive`` them."""
     from pathlib import Path
-    from . import queue
-    if args.action == "pack":
-        datasets = args.datasets or queue.pending_datasets()
-        files = queue.pack(datasets, Path(args.to), root=args.root)
-        size = sum(f.stat().st_size for f in files)
-        print(f"packed {', '.join(datasets)}: {len(files)} file(s), {size / 1e6:.1f} MB in {args.to} "
-              f"('afl queue run --pack {args.to}' unpacks and checks it there)")
-        tree = queue.tree_bytes()
-        print(f"a device call carries {queue.CALL_CARRY_BYTES / 1e6:.1f} MB, the working tree {tree / 1e6:.1f} MB "
-              "of it; carry (each call keeps what the earlier ones of a visit unpacked):")
-        for k, folders in enumerate(queue.carry_calls(files, Path(args.to)), 1):
-            mb = sum(f.stat().st_size for d in folders for f in d.rglob("*.xz")) / 1e6
-            print(f"  call {k}: {' '.join(map(str, folders))} ({mb:.1f} MB)")
+    from . import plan
+    from .deadline import parse
+    from .repro import repo_root
+    root = Path(args.root) if args.root else repo_root()
+    if args.action == "archive":
+        if not args.out or not args.to:
+            raise ValueError("afl plan archive needs --out (the folder afl plan run wrote) and --to (where the "
+                             "archives go)")
+        written = plan.archive(Path(args.out), Path(args.to), args.max_file_mb, args.max_files, args.max_total_mb)
+        for path in written:
+            print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
         return 0
-    rates = queue.load_rates(Path(args.rates)) if args.rates else None
-    if args.action == "list":
-        rows = queue.listing(rates)
-        if args.json:
-            print(json.dumps(rows, indent=1))
-            return 0
-        for r in rows:
-            minutes = "? min" if r["minutes"] is None else f"{r['minutes']:.1f} min"
-            print(f"{r['name']}: {minutes}, {r['client_steps']:,} client steps, largest checkpoint "
-                  f"{r['checkpoint_mb'] or '?'} MB\n    {r['command']}\n    {r['status']}")
-        print(f"\nminutes: on one H100, client steps over these rates (client-steps/s):")
-        for (model, width), (rate, basis) in (rates or queue.RATES).items():
-            print(f"  {model} at {width} {'run(s)' if ' ' in model else 'clients a call'}: {rate:,.0f} ({basis})")
-        unmeasured = dict.fromkeys(f"{e.model} at {e.width} run(s)" for e in queue.QUEUE if not e.measured(rates))
-        if unmeasured:
-            print(f"  not measured yet ({queue.RATE_PROBE} measures them): {'; '.join(unmeasured)}")
-        fleet = queue.FLEET
-        rate, basis = fleet.rate(queue.FLEET_RATES)
-        print(f"\nbeside the queue, a visit's fleet step (tools/gpu_visit.py): afl {' '.join(fleet.argv)}\n    "
-              f"{fleet.note}; at most {fleet.client_steps():,} client steps, {fleet.minutes(queue.FLEET_RATES):.1f} "
-              f"min at {rate:,.0f} client-steps/s ({basis})")
+    if args.action == "run":
+        if not args.out or not args.time_limit:
+            raise ValueError("afl plan run needs --out (the job's folder, the same in the next job) and --time-limit")
+        out = Path(args.out)
+        if args.resume_from:
+            plan.unpack_results(Path(args.resume_from), out)
+        chosen = plan.find(root, args.jobs) if args.jobs else plan.jobs(root)
+        reports = plan.run(chosen, out, parse(args.time_limit), device=args.device, machine=args.machine,
+                           root=root, data_root=args.data_root)
+        plan.write_report(reports, out / "plan-report.json")
+        finished = [r for r in reports if r["state"] == "finished"]
+        if finished:
+            print("to commit: copy each finished folder's result (its .json, .md, .png) to the same place under "
+                  f"results/, e.g. cp {finished[0]['folder']}/*.json {finished[0]['folder']}/*.md ... ")
+        return 0 if all(r["exit_code"] in (0, 3) for r in reports) else 1
+    rows = plan.listing(root, cpu_hours=args.cpu_hours)
+    if args.json:
+        print(json.dumps(rows, indent=1))
         return 0
-    reports = queue.visit([queue.find(n) for n in args.entries], args.minutes, Path(args.out), device=args.device,
-                          rates=rates, pack=Path(args.pack) if args.pack else None, data_root=Path(args.data_root),
-                          resume_from=Path(args.resume_from) if args.resume_from else None,
-                          allow_partial=args.allow_partial)
-    for r in reports:
-        print(f"{r['entry']}: {'finished' if r['finished'] else 'stopped'} in {r['seconds']:.0f} s; {r['commit']}")
-    return 0 if all(r["finished"] for r in reports) else 1
+    for r in rows:
+        costs = "; ".join(f"{m}: {c['minutes']:,.1f} min" if c else f"{m}: no rate measured"
+                          for m, c in r["minutes"].items())
+        print(f"{'HEADLINE ' if r['headline'] else ''}{r['name']}: {len(r['claims'])} claim(s) "
+              f"({', '.join(sorted(set(r['why'])))}), at most {r['client_steps_at_most']:,} client steps; {costs}"
+              f"{'; fits the CPU in ' + str(args.cpu_hours) + ' h' if r['fits_cpu'] else ''}\n    {r['command']}")
+    sources = {(m, c["rate_of"]): (c["rate"], c["measured"], c["source"]) for r in rows
+               for m, c in r["minutes"].items() if c}
+    print("\nrates (client-steps/s), each measured by its source:")
+    for (machine, key), (rate, what, source) in sorted(sources.items()):
+        print(f"  {key} on {machine}: {rate:,.1f} ({source}: {what})")
+    return 0
 
 
 def _overrides(texts: list[str]) -> dict:
@@ -283,14 +303,19 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", help="print JSON instead of text")
     a.set_defaults(func=_algorithms)
 
-    d = sub.add_parser("data", help="verify or download datasets",
+    d = sub.add_parser("data", help="verify, download or pack datasets",
                        description="verify: find every file of each dataset and recompute its MD5 (never a "
-                                   "remembered one); download: fetch what is missing first. Each dataset is "
-                                   "reported; the exit status is 2 if any is missing or corrupt.")
-    d.add_argument("action", choices=["verify", "download"], help="verify, or download then verify")
-    d.add_argument("names", nargs="+", metavar="NAME", help="dataset names (afl.data.DATASET_NAMES)")
+                                   "remembered one); download: fetch what is missing first (each dataset is "
+                                   "reported; the exit status is 2 if any is missing or corrupt). pack: the "
+                                   "datasets' files xz-compressed into --to, for a machine without internet; "
+                                   "unpack FOLDER: into the data root --to, every MD5 checked.")
+    d.add_argument("action", choices=["verify", "download", "pack", "unpack"], help="what to do")
+    d.add_argument("names", nargs="+", metavar="NAME", help="dataset names (afl.data.DATASET_NAMES); unpack: the "
+                                                            "folder afl data pack wrote")
     d.add_argument("--root", default=None, help="data root to use instead of the search path ($AFL_DATA, data/, "
                                                 "~/.cache/afl/data)")
+    d.add_argument("--to", default=None, metavar="DIR", help="pack: the folder to write; unpack: the data root to "
+                                                             "unpack into (required for both)")
     d.set_defaults(func=_data)
 
     b = sub.add_parser("bench", help="benchmarks that print measured figures",
@@ -368,7 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(--set \"tasksets=('mnist,fashion-mnist',)\")")
     r.add_argument("--time-limit", default=None, metavar="DURATION",
                    help="stop cleanly after this long (90s, 9m, 2.5h; a number: minutes), for a job with a time limit "
-                        "(Slurm, Colab): finished runs are saved, runs that checkpoint save their state, exit status 3; "
+                        "(Slurm, Colab): finished runs are saved, runs that checkpoint save their state, exit status "
+                        "3; "
                         "the same command goes on from them")
     r.add_argument("--allow-large", action="store_true",
                    help="run a setting estimated above afl's limits of work (1e9 client steps, 1e6 evaluations: "
@@ -395,35 +421,36 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--root", default=None, help="the repository (default: the one holding this folder)")
     s.set_defaults(func=_report)
 
-    q = sub.add_parser("queue", help="the GPU queue: paper-scale runs prepared here, run when a GPU is lent",
-                       description="list: the entries (exact invocations), their client steps, minutes on an H100 "
-                                   "and status. pack: the datasets they need, xz-compressed, to carry to the GPU "
-                                   "machine. run (there): unpack and check the data, run the next entries that fit "
-                                   "the minutes left (or those named), each stopped cleanly at the deadline, and "
-                                   "leave OUT/<entry>.tar.gz with its results (and small checkpoints).")
-    q.add_argument("action", nargs="?", choices=["list", "pack", "run"], default="list", help="default: list")
-    q.add_argument("entries", nargs="*", metavar="ENTRY", help="run: these entries (default: the next that fit)")
+    q = sub.add_parser("plan", help="the paper-scale runs the scoreboard lacks: their cost, and a runner for a job "
+                                    "with a time limit",
+                       description="list (default): every run that decides a claim the scoreboard shows as not run "
+                                   "or at reduced scale, headline claims first, with its client steps and its "
+                                   "minutes on each kind of machine from measured rates (results/measurements/"
+                                   "rates.json; each with its source). run: run the jobs (or those named) one after "
+                                   "the other into --out under --time-limit; the same command goes on from there. "
+                                   "archive: pack --out's job folders into --to within the limits given.")
+    q.add_argument("action", nargs="?", choices=["list", "run", "archive"], default="list", help="default: list")
+    q.add_argument("jobs", nargs="*", metavar="JOB", help="run: these jobs (default: the plan's order)")
     q.add_argument("--json", action="store_true", help="list: print JSON")
-    q.add_argument("--minutes", type=float, default=9.0, help="run: wall minutes this call may use (default: 9)")
-    q.add_argument("--out", default="queue-out", help="run: where the archives go, e.g. $OUT (default: queue-out)")
-    q.add_argument("--device", default="cuda", help="run: cuda (cpu only to test the queue)")
-    q.add_argument("--pack", default=None, metavar="DIR", help="run: unpack this 'afl queue pack' folder first")
-    q.add_argument("--data-root", default="/tmp/afl-data", help="run: where --pack is unpacked (default: %(default)s)")
+    q.add_argument("--cpu-hours", type=float, default=24.0,
+                   help="list: mark the jobs a measured CPU finishes within this many hours (default: 24)")
+    q.add_argument("--out", default=None, metavar="DIR", help="run: the folder the jobs write (OUT/<its results "
+                                                               "folder>); archive: the folder to pack")
+    q.add_argument("--time-limit", default=None, metavar="DURATION",
+                   help="run: stop cleanly after this long (90s, 9m, 2.5h), checkpoints saved")
+    q.add_argument("--device", default="cpu", help="run: cpu, cuda or cuda:<index> (default: cpu)")
+    q.add_argument("--machine", default=None, choices=sorted(MACHINES),
+                   help="run: the kind of machine this is, whose measured rates decide whether a job without "
+                        "checkpoints fits the time left")
+    q.add_argument("--data-root", default=None, metavar="DIR", help="run: data root (default: the search path)")
     q.add_argument("--resume-from", default=None, metavar="TAR",
-                   help="run: the archive a stopped entry left (default: its committed one in "
-                        "results/gpu-queue-carry/, if any)")
-    q.add_argument("--allow-partial", action="store_true",
-                   help="run: where no entry fits the minutes left, start the next whose checkpoints come back "
-                        "from a call anyway, to stop at the deadline and go on in a later visit (an entry named "
-                        "starts whatever its checkpoints: a later call on the same machine goes on from them)")
-    q.add_argument("--rates", default=None, metavar="JSON",
-                   help="list/run: rates measured since, over the built-in ones: [{model, clients, rate, basis}, ...] "
-                        "or {\"rates\": [...]} (tools/gpu_visit.py's rates.json)")
-    q.add_argument("--to", default=".gpu/data", help="pack: destination folder (default: %(default)s, git-ignored)")
-    q.add_argument("--datasets", nargs="+", default=None, metavar="NAME",
-                   help="pack: these datasets (default: those of the pending entries)")
-    q.add_argument("--root", default=None, help="pack: data root (default: the search path)")
-    q.set_defaults(func=_queue)
+                   help="run: first unpack this archive of afl plan archive into --out")
+    q.add_argument("--to", default=None, metavar="DIR", help="archive: where the archives go")
+    q.add_argument("--max-file-mb", type=float, default=math.inf, help="archive: no archive larger than this")
+    q.add_argument("--max-files", type=int, default=10**6, help="archive: at most this many archives")
+    q.add_argument("--max-total-mb", type=float, default=math.inf, help="archive: at most this much together")
+    q.add_argument("--root", default=None, help="the repository (default: the one holding this folder)")
+    q.set_defaults(func=_plan)
     return p
 
 
@@ -440,7 +467,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("\n" + _interrupted(args), file=sys.stderr)
         return 130
-    except BrokenPipeError:               # the reader went away (afl queue --json | head): nothing left to say
+    except BrokenPipeError:               # the reader went away (afl plan --json | head): nothing left to say
         sys.stdout = open(os.devnull, "w")
         return 0
     except OSError as err:             # a file that cannot be read or written: name it

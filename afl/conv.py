@@ -3,7 +3,7 @@
 Under ``vmap`` over clients (:mod:`afl.strategies`) each convolution becomes one grouped convolution, a group per
 client. cuDNN computes its forward pass and input gradient well, but its weight gradient as one kernel per group:
 an H100 profile of cnn-cifar, 100 clients x 8 steps in bf16, spent 269 of its 525 ms of kernels in 800 launches of
-one CUTLASS weight-gradient kernel (``results/gpu-visits/h100-2026-11-26/``). The weight gradient is a matrix product,
+one CUTLASS weight-gradient kernel (``results/measurements/h100-2026-11-26/``). The weight gradient is a matrix product,
 
     dW[o, c, i, j] = sum over samples b and output positions (y, x) of  dY[b, o, y, x] * X[b, c, y + i, x + j],
 
@@ -13,7 +13,7 @@ which under ``vmap`` becomes one batched matmul over clients. With ``AFL_CONV_WE
 took its patches with ``F.unfold``, whose CUDA kernel PyTorch launches once per sample (a loop over the batch in
 ``Im2Col.cu``: 25,600 launches for 400 clients of 64 images), and ran at 651 client-steps/s at every width where
 cuDNN ran 1,579-3,104. The patches are now a strided view (``Tensor.unfold``) and one copy;
-``tools/conv_wgrad_probe.py`` times the ways side by side for the next GPU visit. Same gradients to float rounding
+``tools/conv_wgrad_probe.py`` times the ways side by side for the next GPU job. Same gradients to float rounding
 (``tests/test_conv.py``).
 """
 from __future__ import annotations

@@ -254,12 +254,12 @@ class FusedMLPStrategy(Strategy):
         g.view(k * B, K).scatter_add_(1, y.reshape(-1, 1), g.new_full((1, 1), -1.0).expand(k * B, 1))
         return g.div_(B)
 
-    def _backward(self, params, hs, g, visit) -> None:
-        """Walk the layers backwards; ``visit(i, g_i, h_{i-1})`` may update layer i (its weight is read
+    def _backward(self, params, hs, g, at_layer) -> None:
+        """Walk the layers backwards; ``at_layer(i, g_i, h_{i-1})`` may update layer i (its weight is read
         before the call, for the next layer's gradient)."""
         for i in reversed(range(self.layers)):
             g_below = torch.bmm(g, params[2 * i]).mul_(hs[i] > 0) if i > 0 else None
-            visit(i, g, hs[i])
+            at_layer(i, g, hs[i])
             g = g_below
 
     def gradient(self, params, x, y):

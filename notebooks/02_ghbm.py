@@ -305,7 +305,7 @@ show_committed("ghbm/alpha/ghbm-alpha")
 # The paper's main table is CIFAR-10 with one class per client (α = 0): FedAvg 66.1 % against FedHBM 81.7 % after
 # 20,000 rounds. Here is that row's protocol on the lossy JPEG copy of CIFAR-10, with the paper's CNN, 100 clients,
 # 10 a round, 8 local steps of 64 and Table 7's rates, for 2,000 rounds, one seed: the five methods as one fleet on
-# an H100 in 337 s, the GPU queue's first entry (`afl queue`). The full 20,000 rounds are queued for later visits.
+# an H100 in 337 s. The full 20,000 rounds are jobs of the plan of paper-scale runs (`afl plan`).
 
 # %%
 show_committed("ghbm/cifar10/2000-rounds/ghbm-table2")
@@ -329,7 +329,7 @@ show_committed("ghbm/cifar10/2000-rounds/ghbm-table2")
 #   split deals the same windows at random);
 # - 20 local steps of 100 windows (one pass over a client's data), 250 rounds, Table 7's rates, both splits.
 #
-# One seed, trained as fleets on one H100 in four invocations of the GPU queue (`afl queue`), merged into one
+# One seed, trained as fleets on one H100 in four invocations of `afl repro`, merged into one
 # table with `--reuse` (the last column names each row's source). Beside the paper's rows: FedCM at η = 1 as well
 # as Table 7's 0.1, and FedHBM / LocalGHBM with the authors' code's momentum scale C beside the paper's 1/τᵢ.
 
@@ -352,7 +352,7 @@ if shakespeare:
 #   with no 1/(1 − β) gain, a tenth of FedAvg's step. At η = 1 it learns, and equals FedADC, whose row the paper's
 #   FedCM row matches number for number. SCAFFOLD-M has no Table 7 row: afl runs it at η = 1.
 # - **Still open:** FedAvgM and SCAFFOLD end several points below the paper's numbers; the other baselines on this
-#   federation are the GPU queue's next entries. The scoreboard (`results/README.md`) decides each claim.
+#   federation are jobs of the plan (`afl plan`). The scoreboard (`results/README.md`) decides each claim.
 #
 # **What changed, and why.** The runs in the appendix (history) took 100 random roles cut at 2,000 windows: 70
 # clients held fewer (median 597, smallest 11), so 20 steps of 100 made a small client pass over its data up to

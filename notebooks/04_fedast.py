@@ -272,8 +272,8 @@ display(Markdown("\n".join(lines)))
 # %% [markdown]
 # What to notice: within one Sync-ST round, whose length the slowest task's stragglers set, FedAST's cheap tasks
 # take dozens of server steps and even Shakespeare's takes many; in the quick pair both tasks are cheap and the
-# rounds short, so there is less to win. The same drawing sizes the paper-scale runs for a lent GPU: the GPU queue's
-# `fedast-fig7-*` entries (`afl queue`) plan their client steps this way, to 1.5 times these finish times.
+# rounds short, so there is less to win. The same drawing gives a paper-scale run's work before it starts, without
+# training a model.
 #
 # ## 6. Theorem 1's three terms
 #

@@ -8,7 +8,7 @@ output folder's creation, as in ``tests/test_settings_walk.py``), so the walk ta
     AFL_DATA=../shared/data python tools/bad_input_tally.py [--list]
 
 Cases: every field of every experiment's setting with empty, zero, negative, fractional, NaN, infinite, huge and
-wrong-typed values; and the options of ``afl repro``, ``afl bench``, ``afl data`` and ``afl queue`` with bad values.
+wrong-typed values; and the options of ``afl repro``, ``afl bench``, ``afl data`` and ``afl plan`` with bad values.
 A value the walk lists as accepted is one the setting allows (e.g. ``lr=1.5``), not a defect by itself: ``--list``
 prints each case with its outcome for reading.
 """
@@ -66,9 +66,13 @@ def option_cases(tmp: Path):
         yield ["bench", "fleet"] + flags
     yield ["data", "verify", "nosuch"]
     yield ["data", "verify", "mnist", "--root", str(tmp / "absent")]
-    yield ["queue", "run", "nosuch-entry", "--device", "cpu"]
-    yield ["queue", "list", "--rates", str(junk)]
-    yield ["queue", "run", "--minutes", "-1", "--device", "cpu"]
+    yield ["data", "unpack", str(tmp / "absent"), "--to", str(tmp / "root")]
+    yield ["data", "pack", "mnist"]
+    yield ["plan", "run", "nosuch-job", "--out", str(tmp / "plan"), "--time-limit", "1m"]
+    yield ["plan", "run", "--out", str(tmp / "plan"), "--time-limit", "-1"]
+    yield ["plan", "run", "--out", str(tmp / "plan"), "--time-limit", "1m", "--resume-from", str(junk)]
+    yield ["plan", "--cpu-hours", "0"]
+    yield ["plan", "archive", "--out", str(tmp), "--to", str(tmp / "kept"), "--max-files", "0"]
 
 
 def outcome(argv: list[str], out: Path) -> str:
@@ -106,8 +110,8 @@ def main_() -> int:
     import afl.bench
     afl.bench.engine_steps_per_s = stop              # after the benchmarks' checks and their data
     afl.bench.engine_work = stop
-    import afl.queue
-    afl.queue.machine = stop                         # after visit's checks
+    import afl.plan
+    afl.plan.run = stop                              # after the plan's checks
     tally: Counter = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -50,7 +50,7 @@ def stage() -> list:
     for notebook in src.rglob("*.ipynb"):
         _static_widgets(notebook)
     shutil.copytree(REPO / "results", src / "results",
-                    ignore=shutil.ignore_patterns("*.partial.jsonl", "*.checkpoints", "gpu-queue-carry", "demo"))
+                    ignore=shutil.ignore_patterns("*.partial.jsonl", "*.checkpoints", "demo"))
     walkthroughs = [{_title(f): f"notebooks/{f.name}"}
                     for f in sorted((src / "notebooks").glob("0*.ipynb"), key=lambda f: course_order(f.stem))]
     exercises = [{_title(f): f"notebooks/exercises/{f.name}"}

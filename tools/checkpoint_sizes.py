@@ -1,4 +1,5 @@
-"""MB of one run's checkpoint on GHBM's protocol, per method: what ``afl.queue.CHECKPOINT_MB`` holds, measured.
+"""MB of one run's checkpoint on GHBM's protocol, per method, measured (what a job with a
+time limit leaves to carry on from; docs/speed.md quotes them).
 
     python tools/checkpoint_sizes.py --dataset cifar10-jpeg --methods fedavg fedcm ghbm localghbm fedhbm --rounds 11
     python tools/checkpoint_sizes.py --dataset shakespeare --methods fedprox feddyn --rounds 3

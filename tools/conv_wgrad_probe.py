@@ -1,7 +1,7 @@
-"""Where a grouped convolution's weight gradient should come from on a GPU: a probe prepared for the next visit.
+"""Where a grouped convolution's weight gradient should come from on a GPU: a probe prepared for the next GPU job.
 
 An H100 profile of cnn-cifar under vmap (100 clients x 8 steps, bf16) spent 269 of its 525 ms of kernels in one
-CUTLASS weight-gradient kernel launched once per client (``results/gpu-visits/h100-2026-11-26/``). Computing that
+CUTLASS weight-gradient kernel launched once per client (``results/measurements/h100-2026-11-26/``). Computing that
 gradient as unfold + einsum inside a vmapped ``autograd.Function`` was tried and was 4.7x *slower* end to end
 (651 against 3,048 client-steps/s at 400 clients); why is not known. This times, for cnn-cifar's second convolution
 (64 -> 64 channels, 5x5, 14x14 inputs, batch 64) and k clients, each way of computing the k weight gradients alone:

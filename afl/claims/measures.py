@@ -5,7 +5,7 @@ summarized with its 95 % interval (:class:`Mean`, :class:`GeoMean`, :class:`Pool
 
 A run whose value is null never reached its target within the budget: it counts *at* the budget (the result's
 ``total_time`` or ``max_uploads``) and is counted as censored, never dropped. Two series are paired on the seeds
-both hold; a seed one side lacks is named in the measure's note, never left out silently.
+both hold; a seed one side lacks is named in the measure's note, never left out without a word.
 """
 from __future__ import annotations
 

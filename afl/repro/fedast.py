@@ -354,7 +354,7 @@ def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, 
 def planned_client_steps(cfg: FedastSetting, taskset: str, method: str, cap: int | None, seed: int) -> list[int]:
     """Per task, the client steps of run ``(taskset, method, cap, seed)`` until ``cfg.total_time`` if no task
     reaches its target, from its schedule alone (:func:`~afl.algorithms.fedast.plan_fedast` with FedAST's
-    requests, :func:`~afl.algorithms.sync_st.plan_sync_st`): the work a GPU visit plans for (:mod:`afl.queue`).
+    requests, :func:`~afl.algorithms.sync_st.plan_sync_st`): the work of a paper-scale run, known before it starts.
     Sync-UCB-ST and Sync-Bayes-ST choose their clients from training losses, so they have no plan."""
     base, _ = split_method(method)
     check(SYNC.get(base, "uniform") == "uniform", "method", method, "FedAST's methods, sync-st or sync-st-nomit "

@@ -54,13 +54,15 @@ from ..sim.speeds import SpeedProfile
 from .runner import (MAX_SEEDS, Grid, base_setting, execute, heading, paper_difference, run_tasks, same_settings,
                      saved_config, settings_record, title_tag, with_overrides, write_files)
 
+#: the paper's model, FLSim's SimpleConvNet (with ``variant="fedbuff"``)
+MODEL = "celeba-cnn"
 #: QAFeL Table 1's message sizes in bytes (paper numbers, shown only as labelled references)
 PAPER_BYTES = {"identity": 117128, "scalar:8": 29924, "scalar:4": 15380, "scalar:2": 8108}
 
 
 def qafel_shapes() -> list[tuple]:
     """Parameter shapes of the paper's model (FLSim SimpleConvNet, 2 classes)."""
-    return [tuple(p.shape) for p in build_model("celeba-cnn", num_classes=2, variant="fedbuff").parameters()]
+    return [tuple(p.shape) for p in build_model(MODEL, num_classes=2, variant="fedbuff").parameters()]
 
 
 def _model(shapes) -> tuple[list[tuple], int]:
@@ -322,7 +324,7 @@ def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: i
     data = dataset if dataset is not None else load_task(cfg, root=root, device=device)
     parts = user_parts(cfg, data, seed)
     profile = SpeedProfile(["all"], np.zeros(len(parts), dtype=int), [HalfNormal(cfg.duration)])
-    fed = make_federation(data, "celeba-cnn", len(parts), batch_size=cfg.batch, profile=profile, seed=seed,
+    fed = make_federation(data, MODEL, len(parts), batch_size=cfg.batch, profile=profile, seed=seed,
                           device=device, parts=parts, model_kw=dict(variant="fedbuff", dropout=cfg.dropout),
                           precision=cfg.precision)
     rate = kw["arrival_rate"]

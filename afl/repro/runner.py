@@ -11,6 +11,7 @@ import contextvars
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 from contextlib import contextmanager
@@ -346,14 +347,22 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     return Execution([{k: v for k, v in r.items() if k != "setting_key"} for r in runs], partial, record, lock)
 
 
+def set_args(overrides: dict | None) -> list[str]:
+    """``["--set", "FIELD=VALUE", ...]`` for each changed field, as ``afl repro`` reads them back."""
+    return [a for k, v in (overrides or {}).items() for a in ("--set", f"{k}={_text(v)}")]
+
+
 def set_flags(overrides: dict | None) -> str:
-    """`` --set FIELD=VALUE`` for each changed field, as ``afl repro`` reads them back."""
-    return "".join(f" --set {k}={_text(v)}" for k, v in (overrides or {}).items())
+    """`` --set FIELD=VALUE`` for each changed field, quoted for a shell where needed (``'tasksets=mnist*2'``)."""
+    return "".join(" " + shlex.quote(a) for a in set_args(overrides))
 
 
 def _text(value) -> str:
-    """A setting's value as ``afl repro --set`` reads it back: tuples comma-separated, the rest as printed."""
-    return ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
+    """A setting's value as ``afl repro --set`` reads it back: tuples comma-separated (as a Python literal where an
+    item holds a comma itself: ``('mnist,cifar10-jpeg',)``), the rest as printed."""
+    if isinstance(value, (tuple, list)):
+        return repr(tuple(value)) if any("," in str(v) for v in value) else ",".join(map(str, value))
+    return str(value)
 
 
 def heading(result: dict) -> list[str]:
@@ -444,7 +453,8 @@ def machine(device: str) -> str:
 
 
 __all__ = ["MAX_SEEDS", "Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs",
-           "Execution", "execute", "stop_if_estimating", "machine", "afl_commit", "heading", "run_sources", "source_tags", "saved_config",
+           "Execution", "execute", "set_args", "set_flags", "stop_if_estimating", "machine", "afl_commit", "heading",
+           "run_sources", "source_tags", "saved_config",
            "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
 
 

@@ -30,6 +30,10 @@ def papers() -> dict[str, tuple]:
     return {"FAVAS": favas.CLAIMS, "GHBM": ghbm.CLAIMS, "QAFeL": qafel.CLAIMS, "FedAST": fedast.CLAIMS}
 
 
+#: every paper's headline claims (each binding module's ``HEADLINE``), what the plan of paper-scale runs puts first
+HEADLINE = frozenset(favas.HEADLINE + ghbm.HEADLINE + qafel.HEADLINE + fedast.HEADLINE)
+
+
 def board(root: Path) -> dict:
     """Every claim's verdict (:func:`.verdict.verdict`) and each paper's counts: what ``afl report --json`` prints."""
     results = Results(Path(root))
@@ -306,5 +310,5 @@ def board_json(root: Path) -> str:
     return json.dumps(board(root), indent=1, ensure_ascii=False, allow_nan=False)
 
 
-__all__ = ["papers", "board", "board_json", "counts", "summary", "scoreboard", "readme_with", "build", "stale",
-           "write", "BEGIN", "END"]
+__all__ = ["HEADLINE", "papers", "board", "board_json", "counts", "summary", "scoreboard", "readme_with", "build",
+           "stale", "write", "BEGIN", "END"]

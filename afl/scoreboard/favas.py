@@ -78,4 +78,9 @@ CLAIMS = (
                "favas", ROWS[b], "tinyimagenet", P.TINYIMAGENET) for b in ("FedAvg", "QuAFL", "FedBuff")],
 )
 
-__all__ = ["CLAIMS", "ROWS", "SPLITS", "accuracy", "gain"]
+#: the paper's headline claims (its abstract's: FAVAS ahead of FedAvg on non-IID clients, on MNIST and on the deep nets
+#: of Fig. 3), first in the plan of paper-scale runs (:mod:`afl.plan`)
+HEADLINE = ("favas-beats-fedavg-noniid_2of3_fast", "favas-beats-fedavg-noniid_1of9_fast", "fig3a-FAVAS-beats-FedAvg",
+            "fig3b-favas-beats-FedAvg")
+
+__all__ = ["CLAIMS", "HEADLINE", "ROWS", "SPLITS", "accuracy", "gain"]

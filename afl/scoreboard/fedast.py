@@ -176,4 +176,8 @@ CLAIMS = (
              "CIFAR-10) soonest, seed by seed", 3, (1, 2, 3, 5, 10), "fedast-fig9", ("mnist", "cifar10")),
 )
 
-__all__ = ["CLAIMS", "finish", "sync", "accuracy"]
+#: the paper's headline claims (the abstract's gain over synchronous training, Fig. 7's four tasks), first in the plan
+#: of paper-scale runs (:mod:`afl.plan`)
+HEADLINE = ("fedast-abstract-gain", "fedast-fig7-gain")
+
+__all__ = ["CLAIMS", "HEADLINE", "finish", "sync", "accuracy"]

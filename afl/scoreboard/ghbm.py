@@ -196,4 +196,9 @@ CLAIMS = (
             LARGE_SCALE),
 )
 
-__all__ = ["CLAIMS", "METHOD", "accuracy", "gain"]
+#: the paper's headline claims (FedHBM ahead of FedAvg, GHBM ahead of FedCM, at the paper's scale), first in the plan
+#: of paper-scale runs (:mod:`afl.plan`)
+HEADLINE = ("ghbm-cifar10-cnn-fedhbm-beats-fedavg", "ghbm-cifar10-cnn-ghbm-beats-fedcm",
+            "ghbm-shakespeare-fedhbm-beats-fedavg-noniid", "ghbm-shakespeare-fedhbm-beats-fedavg-iid")
+
+__all__ = ["CLAIMS", "HEADLINE", "METHOD", "accuracy", "gain"]

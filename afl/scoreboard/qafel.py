@@ -140,4 +140,8 @@ CLAIMS = (
                  _run("qafel-table1", "qafel_c2_s2"), data=DATA, unit="×", digits=2),
 )
 
-__all__ = ["CLAIMS", "ROWS1", "ROWS2", "uploads", "megabytes"]
+#: the paper's headline claims (Fig. 3 and Fig. 4: as fast as FedBuff in updates, several times fewer bytes), first
+#: in the plan of paper-scale runs (:mod:`afl.plan`)
+HEADLINE = ("qafel-fig3-updates", "qafel-fig4-same-speed-7x")
+
+__all__ = ["CLAIMS", "HEADLINE", "ROWS1", "ROWS2", "uploads", "megabytes"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import asdict
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def command(run) -> str:
     out = run.out or canonical_out(run.experiment)
     default = out == canonical_out(run.experiment, **{k: v for k, v in run.overrides if k == "dataset"})
     return (f"afl repro {run.experiment}" + (f" --seeds {run.seeds}" if run.seeds else "")
-            + set_flags(dict(run.overrides)) + ("" if default else f" --out {out}"))
+            + set_flags(dict(run.overrides)) + ("" if default else f" --out {shlex.quote(out)}"))
 
 
 def paper_seeds(claim: Claim) -> int | None:

@@ -1,28 +1,28 @@
-"""One visit of a lent GPU machine, as one command (issue 41): what a visit measures and runs, prepared here.
+"""A GPU job with a time limit (a Slurm allocation, a Colab session), as one command: what afl measures on a GPU
+and then the plan's paper-scale runs in the time left.
 
-    PYTHONPATH=$PWD python3 tools/gpu_visit.py --out $OUT --minutes 9.3
-
-carrying the ``.gpu/data`` folders ``afl queue pack`` prints for this call (what earlier calls of a visit
-unpacked stays in /tmp/afl-data on the warm machine).
+    PYTHONPATH=$PWD python3 tools/gpu_job.py --out OUT --minutes 9.3 [--packed DIR --data-root DIR]
+        [--max-file-mb 16 --max-files 6 --max-total-mb 60]
 
 In order, each step within its share of ``--minutes`` of wall time:
-1. unpack the datasets carried in ``.gpu/data`` (``afl queue pack``), MD5-checked;
-2. the CUDA tests of the engine and its recorded graphs (``tests/test_graphs.py``, ``tests/test_engine.py``);
-3. ``tools/conv_wgrad_probe.py`` (the ways to compute a grouped convolution's weight gradient, alone), then
-   ``afl bench local-sgd`` on cnn-cifar and resnet20, calls of 10 to 400 clients, float32 and bf16, graphs off and
-   on (one JSON line each, in bench.jsonl; the card in every line), and a kernel profile of one call;
-4. the fleet: FAVAS's paper-scale Table 2 as ``afl repro favas-table2 --seeds 10 --device cuda --processes 8``,
-   timed end to end (``afl.queue.FLEET``; goal: under 60 s on an H100), then ``afl bench fleet --device cuda --json
-   --processes 8`` (``--fleet-minutes`` for both);
-5. a probe of the queue's first entries' end-to-end rate: GHBM's CIFAR-10 protocol for a few hundred rounds, FedAvg
-   and FedHBM alone and as a fleet of both, which gives the rates the queue sizes its entries with;
-6. ``afl queue run`` with the minutes left and those rates; an entry with no rate yet (FedAST's Fig. 7) has it
-   measured there when its turn comes (a short run of the entry itself), added to rates.json.
 
-Everything lands in ``--out`` (at most 8 files come back from a device call): visit.log (the caller's tee),
-tests.log, bench.jsonl, profile.txt, the fleet's archive, rates.json (the probe's figures and the rates),
-queue-report.json and the entries' archives: a call that runs the queue skips the steps before it. ``--cpu-test``
-runs every step on the CPU with tiny settings (to check the script, not to measure anything).
+1. with ``--packed`` (a folder ``afl data pack`` wrote), unpack it into ``--data-root``, MD5-checked;
+2. the CUDA tests of the engine and its recorded graphs (a failing graph test turns the graphs off for the job);
+3. ``tools/conv_wgrad_probe.py`` (the ways to compute a grouped convolution's weight gradient, alone), then
+   ``afl bench local-sgd`` on cnn-cifar and resnet20, calls of 10 to 400 clients, float32 and bf16, cuDNN's weight
+   gradient and the batched matmul, graphs off and on (``bench.jsonl``: card, torch, precision and clients per
+   call in every line), and a kernel profile of one call (``profile.txt``);
+4. the fleet: FAVAS's paper-scale Table 2 as ``afl repro favas-table2 --seeds 10 --device cuda --processes 8``,
+   timed end to end (goal: under 60 s on an H100), then ``afl bench fleet --device cuda --json --processes 8``;
+5. the end-to-end rate of GHBM's CIFAR-10 protocol: ``afl repro ghbm-table2`` for 200 rounds, the headline's five
+   methods as one fleet (its result is a source of ``results/measurements/rates.json``);
+6. ``afl plan run`` with the minutes left (``--time-limit``; runs on rounds keep their checkpoints), then ``afl plan
+   archive`` into ``--out`` within the caller's limits on what may be kept (``--max-file-mb``, ``--max-files``,
+   ``--max-total-mb``; none by default).
+
+Everything lands in ``--out``: tests.log, bench.jsonl, profile.txt, the fleet's and the rate's results, the plan's
+archives and plan-report.json. ``--cpu-test`` runs every step on the CPU with tiny settings (to check the script,
+not to measure anything).
 """
 from __future__ import annotations
 
@@ -40,11 +40,11 @@ sys.path.insert(0, str(REPO / "tools"))
 
 
 def log(msg: str) -> None:
-    print(f"[visit {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    print(f"[gpu job {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def tests(out: Path, seconds: float, cpu: bool) -> bool:
-    """The recorded graphs' tests (they gate the graphs: if one fails, the rest of the visit runs with
+    """The recorded graphs' tests (they gate the graphs: if one fails, the rest of the job runs with
     ``AFL_CUDA_GRAPHS=0``), then the engine's other CUDA tests; both logs in tests.log."""
     suites = [["tests/test_graphs.py"],
               ["tests/test_engine.py", "tests/test_fleet.py", "tests/test_conv.py", "-k", "cuda or gpu"]]
@@ -87,7 +87,8 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
         from conv_wgrad_probe import probe as wgrad_probe
         for k in (2,) if cpu else (10, 100, 400):
             for row in wgrad_probe(k, torch.device(device)):
-                f.write(json.dumps(row | {"probe": "conv weight gradient", "card": card}) + "\n")
+                f.write(json.dumps(row | {"probe": "conv weight gradient", "card": card, "torch": torch.__version__})
+                        + "\n")
                 log(f"wgrad: {row}")
         for model, clients, precision, use_graphs, steps, cudnn_bench, wgrad in plan:
             if time.monotonic() > t_end:
@@ -105,7 +106,8 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
                 rows = [{"model": model, "clients": clients, "precision": precision, "cuda_graphs": use_graphs,
                          "error": repr(error)[:500]}]
             for row in rows:
-                row |= {"card": card, "seconds": round(time.monotonic() - t0, 1)}
+                row |= {"card": card, "torch": torch.__version__, "weight_gradient": wgrad,
+                        "seconds": round(time.monotonic() - t0, 1)}
                 f.write(json.dumps(row) + "\n")
                 f.flush()
                 log(f"bench: {model} C={clients} {precision} graphs={row.get('cuda_graphs')} weight gradient={wgrad} "
@@ -146,22 +148,44 @@ def profile(out: Path, cpu: bool) -> None:
 
 
 #: what the fleet step runs on the CPU instead (``--cpu-test``): FAVAS's quick grid, 100 time units, 2 processes
-CPU_FLEET = ["--set", "total_time=100", "--device", "cpu", "--processes", "2"]
+CPU_FLEET = ["--quick", "--seeds", "1", "--set", "total_time=100", "--device", "cpu", "--processes", "2"]
+#: the fleet figure's command (issue 41: under 60 s on one H100; 145 s on an H200, results/favas/table2/h200-processes)
+FLEET = ["--seeds", "10", "--device", "cuda", "--processes", "8"]
+
+
+def timed_repro(argv: list[str], out: Path, seconds: float) -> dict:
+    """``afl repro ARGV --out OUT --time-limit SECONDS`` started fresh, timed end to end (process start-up, data and
+    evaluations included): wall and CPU seconds, exit code, runs and client steps of its result."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    code = subprocess.run([sys.executable, "-m", "afl.cli", "repro", *argv, "--out", str(out), "--fresh",
+                           "--time-limit", f"{max(seconds, 1):.0f}s"], cwd=REPO).returncode
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    results = list(out.glob("*.json"))
+    runs = json.loads(results[0].read_text())["runs"] if results else []
+    steps = sum(sum(t["client_steps"] for t in r["tasks"]) if "tasks" in r else r["computed_client_steps"]
+                for r in runs)
+    return {"command": "afl repro " + " ".join(argv), "wall_s": round(wall, 1), "exit_code": code,
+            "finished": code == 0, "runs": len(runs), "client_steps": steps,
+            "client_steps_per_s": round(steps / wall, 1),
+            "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1)}
 
 
 def fleet(out: Path, seconds: float, cpu: bool) -> None:
-    """Issue 41's fleet figures, one line each in bench.jsonl with the card: :func:`table_in_processes`, then
-    ``afl bench fleet --device cuda --json --processes 8`` (the quick grid one by one, as one fleet and in 8
-    processes) in what is left of ``seconds``."""
+    """Issue 41's fleet figures, one line each in bench.jsonl with the card: FAVAS's Table 2 in 8 processes, timed
+    end to end (its result in ``out/favas-table2-processes``), then ``afl bench fleet --device cuda --json
+    --processes 8`` (the quick grid one by one, as one fleet and in 8 processes) in what is left of ``seconds``."""
     import torch
     card = "cpu" if cpu else torch.cuda.get_device_name(0)
     t_end = time.monotonic() + seconds
-    row = table_in_processes(out, seconds, cpu)
+    row = timed_repro(["favas-table2", *(CPU_FLEET if cpu else FLEET)], out / "favas-table2-processes", seconds)
     cmd = [sys.executable, "-m", "afl.cli", "bench", "fleet", "--json"] + (
-        CPU_FLEET if cpu else ["--processes", "8", "--device", "cuda"])
+        ["--set", "total_time=100", "--processes", "2"] if cpu else ["--processes", "8", "--device", "cuda"])
     left = t_end - time.monotonic()
     with open(out / "bench.jsonl", "a") as f:
-        f.write(json.dumps(row | {"card": card}) + "\n")
+        f.write(json.dumps(row | {"probe": "fleet", "card": card, "torch": torch.__version__}) + "\n")
         log(f"fleet: {row}")
         if left < 30:
             log(f"fleet: no time left for {' '.join(cmd[3:])}")
@@ -177,113 +201,76 @@ def fleet(out: Path, seconds: float, cpu: bool) -> None:
             log(f"bench fleet: {line}")
 
 
-def table_in_processes(out: Path, seconds: float, cpu: bool) -> dict:
-    """FAVAS's paper-scale Table 2 (210 runs) as ``afl repro favas-table2 --seeds 10 --device cuda --processes 8``
-    (:data:`afl.queue.FLEET`; goal: under 60 s on an H100, 145 s on an H200), started fresh and timed end to end
-    (process start-up, data loading and evaluations included) by the queue's runner, which stops it cleanly at the
-    deadline and archives its folder into ``out``. Returns the figures: wall and CPU seconds, runs and client steps
-    computed."""
-    import resource
-    import shutil
-    from afl import queue
-    argv = ["repro", "favas-table2", "--quick", "--seeds", "1", *CPU_FLEET] if cpu else None
-    work = queue.scratch() / queue.FLEET.name
-    shutil.rmtree(work, ignore_errors=True)              # a timing of the whole table, not of a resumed part
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    report = queue.run(queue.FLEET, seconds / 60, out, device="cpu" if cpu else "cuda", rates=queue.FLEET_RATES,
-                       argv=argv, allow_partial=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    runs, steps = queue.computed(work, queue.FLEET.experiment)
-    return {"probe": "fleet", "command": "afl " + " ".join(argv or queue.FLEET.argv), "wall_s": report["seconds"],
-            "finished": report["finished"], "exit_code": report["exit_code"], "runs": runs, "client_steps": steps,
-            "client_steps_per_s": round(steps / report["seconds"], 1),
-            "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
-            "archive": Path(report["archive"]).name}
+#: GHBM's CIFAR-10 protocol for the end-to-end rate: the headline's five methods as one fleet, 200 rounds
+GHBM_RATE = ["ghbm-table2", "--seeds", "1", "--set", "splits=noniid", "--set",
+             "methods=fedavg,fedcm,ghbm,localghbm,fedhbm", "--set", "rounds=200", "--set", "eval_every=20"]
 
 
-def probe(out: Path, cpu: bool) -> list[dict]:
-    """GHBM's CIFAR-10 protocol (alpha = 0) for a few hundred rounds: end-to-end client-steps/s of FedAvg and FedHBM
-    alone (10 clients a call) and of the headline's five methods as one fleet (50), the rates the queue's entries
-    are sized with."""
-    import torch
-    from afl.repro import ghbm
-    from afl.repro.runner import run_tasks
-    rounds = 2 if cpu else 200
-    cfg = ghbm.setting("ghbm-table2", quick=False, rounds=rounds, eval_every=1 if cpu else 20, last=1 if cpu else 20,
-                       seeds=1, splits=("noniid",), test_samples=500 if cpu else None)
-    device = "cpu" if cpu else "cuda"
-    data = ghbm.load_task(cfg, device=device)
-    measured = {}
-    from afl.queue import HEADLINE
-    for label, methods in (("fedavg", ["fedavg"]), ("fedhbm", ["fedhbm"]), ("fleet", list(HEADLINE))):
-        tasks = [(m, lambda m=m: ghbm.compute_run(cfg, "noniid", m, None, 0, dataset=data, device=device))
-                 for m in methods]
-        t0 = time.perf_counter()
-        outcomes = run_tasks(tasks, fleet=True)
-        if not cpu:
-            torch.cuda.synchronize()
-        wall = time.perf_counter() - t0
-        steps = sum(o.value["computed_client_steps"] for o in outcomes if o.ok)
-        errors = [repr(o.error)[:300] for o in outcomes if not o.ok]
-        measured[label] = {"methods": methods, "rounds": rounds, "seconds": round(wall, 2), "client_steps": steps,
-                           "client_steps_per_s": round(steps / wall, 1), "errors": errors}
-        log(f"probe: {label}: {measured[label]}")
-    card = "cpu" if cpu else torch.cuda.get_device_name(0)
-    single = min(measured["fedavg"]["client_steps_per_s"], measured["fedhbm"]["client_steps_per_s"])
-    rates = [{"model": "cnn-cifar", "clients": 10, "rate": single,
-              "basis": f"measured in a visit on {card}: GHBM's CIFAR-10 protocol, {rounds} rounds end to end, the "
-                       f"slower of FedAvg and FedHBM alone (tools/gpu_visit.py)"},
-             {"model": "cnn-cifar", "clients": 50, "rate": measured["fleet"]["client_steps_per_s"],
-              "basis": f"measured in a visit on {card}: the headline's five methods as one fleet, {rounds} rounds"}]
-    (out / "rates.json").write_text(json.dumps({"rates": rates, "probe": measured}, indent=1))
-    return rates
+def ghbm_rate(out: Path, seconds: float, cpu: bool) -> None:
+    """The end-to-end rate of GHBM's CIFAR-10 protocol (``out/ghbm-cifar10-rate``, a source for rates.json)."""
+    argv = GHBM_RATE + (["--set", "rounds=2", "--set", "eval_every=1", "--set", "last=1", "--set", "test_samples=500",
+                         "--device", "cpu"] if cpu else ["--device", "cuda"])
+    row = timed_repro(argv, out / "ghbm-cifar10-rate", seconds)
+    with open(out / "bench.jsonl", "a") as f:
+        f.write(json.dumps(row | {"probe": "ghbm end to end"}) + "\n")
+    log(f"ghbm rate: {row}")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
-    p.add_argument("--minutes", type=float, default=9.3, help="wall minutes of the whole visit")
+    p.add_argument("--minutes", type=float, default=9.3, help="wall minutes of the whole job")
     p.add_argument("--bench-minutes", type=float, default=1.75)
+    p.add_argument("--fleet-minutes", type=float, default=2.5)
+    p.add_argument("--rate-minutes", type=float, default=1.5)
+    p.add_argument("--packed", default=None, help="a folder afl data pack wrote, to unpack first")
+    p.add_argument("--data-root", default=None, help="where --packed is unpacked (then the job's data root)")
+    p.add_argument("--work", default=None, help="where the plan's runs write (default: OUT/plan)")
+    p.add_argument("--max-file-mb", default=None, help="afl plan archive: no archive larger than this")
+    p.add_argument("--max-files", default=None, help="afl plan archive: at most this many archives")
+    p.add_argument("--max-total-mb", default=None, help="afl plan archive: at most this much together")
     p.add_argument("--cpu-test", action="store_true", help="every step on the CPU, tiny (checks the script)")
-    p.add_argument("--fleet-minutes", type=float, default=4.0)
-    p.add_argument("--skip", nargs="*", default=[],
-                   choices=["tests", "bench", "profile", "fleet", "probe", "queue"])
+    p.add_argument("--skip", nargs="*", default=[], choices=["tests", "bench", "profile", "fleet", "rate", "plan"])
     args = p.parse_args(argv)
     t_end = time.monotonic() + args.minutes * 60
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("AFL_CACHE", "/tmp/afl-cache")
-    pack = REPO / ".gpu" / "data"
-    if pack.is_dir():
-        from afl.queue import unpack
-        os.environ["AFL_DATA"] = str(unpack(pack, Path("/tmp/afl-data")))
+    if args.packed:
+        if not args.data_root:
+            p.error("--packed needs --data-root (where to unpack it)")
+        from afl.data.packing import unpack
+        os.environ["AFL_DATA"] = str(unpack(Path(args.packed), Path(args.data_root)))
         log(f"data unpacked and checked: {os.environ['AFL_DATA']}")
     if "tests" not in args.skip and not tests(out, 150, args.cpu_test):
         os.environ["AFL_CUDA_GRAPHS"] = "0"
-        log("the graphs' tests failed: the rest of this visit runs with AFL_CUDA_GRAPHS=0")
+        log("the graphs' tests failed: the rest of this job runs with AFL_CUDA_GRAPHS=0")
     if "bench" not in args.skip:
         bench(out, args.bench_minutes * 60, args.cpu_test)
     if "profile" not in args.skip:
         try:
             profile(out, args.cpu_test)
             log("profile: written")
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:  # noqa: BLE001 -- the job goes on without it
             log(f"profile failed: {error!r}")
     if "fleet" not in args.skip:
         fleet(out, args.fleet_minutes * 60, args.cpu_test)
-    rates_file = None
-    if "probe" not in args.skip:
-        probe(out, args.cpu_test)
-        rates_file = out / "rates.json"
-    if "queue" in args.skip or args.cpu_test:
+    if "rate" not in args.skip:
+        ghbm_rate(out, args.rate_minutes * 60, args.cpu_test)
+    if "plan" in args.skip:
         return 0
-    left = (t_end - time.monotonic()) / 60
-    log(f"queue: {left:.1f} minutes left")
-    cmd = [sys.executable, "-m", "afl.cli", "queue", "run", "--minutes", f"{left:.2f}", "--out", str(out),
-           "--allow-partial"]
-    if rates_file is not None:
-        cmd += ["--rates", str(rates_file)]
-    return subprocess.run(cmd, cwd=REPO).returncode
+    left = (t_end - time.monotonic()) / 60 - 0.5           # half a minute to archive
+    work = Path(args.work or out / "plan")
+    log(f"plan: {left:.1f} minutes left")
+    run = [sys.executable, "-m", "afl.cli", "plan", "run", "--time-limit", f"{max(left, 0.1):.2f}m", "--out",
+           str(work), "--device", "cpu" if args.cpu_test else "cuda"]
+    if not args.cpu_test:
+        run += ["--machine", "h100"]
+    code = subprocess.run(run, cwd=REPO).returncode
+    limits = [a for flag, v in (("--max-file-mb", args.max_file_mb), ("--max-files", args.max_files),
+                                ("--max-total-mb", args.max_total_mb)) if v is not None for a in (flag, v)]
+    subprocess.run([sys.executable, "-m", "afl.cli", "plan", "archive", "--out", str(work), "--to", str(out),
+                    *limits], cwd=REPO)
+    return code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,272 @@
+"""The plan of paper-scale runs: what the scoreboard still lacks, in order of value, with its cost on each kind of
+machine, and a runner for a job with a time limit (a Slurm allocation, a Colab session, a spot instance).
+
+A **job** is the exact ``afl repro`` invocation that decides one or more claims the scoreboard shows as *not run*
+or decided at *reduced* scale (:mod:`afl.scoreboard`): the claims' own paper-scale run. Jobs deciding a paper's
+headline claim come first (``HEADLINE`` of each binding module), then the rest by claims decided per client step.
+A job's client steps are the bound afl checks a command's work with (:func:`afl.repro.estimate`: an asynchronous
+run's clients training without a pause until its horizon, so *at most*); its minutes on a kind of machine are those
+steps over a rate that machine measured (:mod:`afl.rates`, each with its source), none where none is measured.
+
+``afl plan run`` runs jobs one after the other under one ``--time-limit``, each with ``afl repro --time-limit`` (a
+run on rounds saves its checkpoint at the limit; finished runs are saved), into ``OUT/<job>``; the same command in
+the next job goes on from there. ``afl plan archive`` packs those folders for a machine whose files must travel,
+with the limits the caller gives (file size, number of files, total); ``afl plan run --resume-from`` unpacks one.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .claims import NOT_RUN, Run
+from .errors import ParameterError, check_real
+from .rates import MACHINES, Rate, load, lookup
+from .repro import EXPERIMENTS, canonical_out, estimate
+from .repro.runner import set_args
+from .scoreboard import HEADLINE, papers
+from .scoreboard.verdict import Results, command, verdict
+
+#: below this many seconds left, ``afl plan run`` starts no further job
+MIN_START_S = 30.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """``run`` (a claim's paper-scale :class:`~afl.claims.Run`), the ``claims`` it decides, whether one of them is a
+    paper's ``headline``, and ``why`` each is wanting (``not run`` or ``reduced``)."""
+
+    run: Run
+    claims: tuple
+    headline: bool
+    why: tuple
+
+    @property
+    def dest(self) -> str:
+        """Its folder under ``results/`` (the claims' result lives there)."""
+        return (self.run.out or canonical_out(self.run.experiment,
+                                              **dict(o for o in self.run.overrides if o[0] == "dataset"))
+                ).removeprefix("results/")
+
+    @property
+    def name(self) -> str:
+        return self.dest.replace("/", "-")
+
+    @property
+    def command(self) -> str:
+        return command(self.run)
+
+    def argv(self, out: Path, device: str) -> list[str]:
+        """``afl repro`` arguments that write the job into ``out``."""
+        seeds = ["--seeds", str(self.run.seeds)] if self.run.seeds else []
+        return ["repro", self.run.experiment, *seeds, *set_args(dict(self.run.overrides)), "--out", str(out),
+                "--device", device]
+
+    def setting(self):
+        return EXPERIMENTS[self.run.experiment].setting(self.run.experiment, quick=False, **dict(self.run.overrides))
+
+    def work(self):
+        """Its :class:`afl.budget.Work`: client steps (at most) and runs."""
+        return estimate(self.run.experiment, seeds=self.run.seeds, **dict(self.run.overrides))
+
+    def models(self) -> tuple:
+        """The models its runs train (FedAST's: each task's)."""
+        cfg = self.setting()
+        if isinstance(getattr(cfg, "model", None), str):
+            return (cfg.model,)
+        if hasattr(cfg, "tasksets"):
+            from .repro.fedast import parse_taskset
+            return tuple(dict.fromkeys(cfg.model(d)[0] for t in cfg.tasksets for d in parse_taskset(t)))
+        return (EXPERIMENTS[self.run.experiment].MODEL,)
+
+    def checkpoints(self) -> bool:
+        """Whether its runs save their state as they go (a run stopped at a time limit goes on from it)."""
+        return EXPERIMENTS[self.run.experiment].grid(self.setting(), seeds=1).checkpoints
+
+    def rate(self, rates: list[Rate], machine: str) -> Rate | None:
+        """The measured rate that prices it on ``machine``: its experiment's own, else its models' (the slowest)."""
+        models = self.models()
+        return lookup(rates, (self.run.experiment, models[0] if len(models) == 1 else models), machine)
+
+
+def jobs(root: Path) -> list[Job]:
+    """Every job the scoreboard at ``root`` asks for, in the plan's order."""
+    results = Results(Path(root))
+    found: dict[Run, list] = {}
+    for claims in papers().values():
+        for claim in claims:
+            if claim.unsupported or claim.run is None:
+                continue
+            row = verdict(claim, results)
+            if row["status"] == NOT_RUN:
+                found.setdefault(claim.run, []).append((claim.id, "not run"))
+            elif row["scale"]["reduced"]:
+                found.setdefault(claim.run, []).append((claim.id, "reduced"))
+    out = [Job(run, tuple(c for c, _ in rows), any(c in HEADLINE for c, _ in rows), tuple(w for _, w in rows))
+           for run, rows in found.items()]
+    steps = {job: job.work().client_steps for job in out}
+    order = {job: k for k, job in enumerate(out)}
+    return sorted(out, key=lambda j: (not j.headline, -len(j.claims) / max(steps[j], 1.0), order[j]))
+
+
+def row(job: Job, rates: list[Rate], cpu_hours: float) -> dict:
+    """A job as ``afl plan --json`` prints it: its command, claims, work, minutes on each kind of machine with the
+    rate's source (None where none is measured) and whether it fits a CPU in ``cpu_hours``."""
+    work = job.work()
+    minutes = {}
+    for machine in MACHINES:
+        rate = job.rate(rates, machine)
+        minutes[machine] = None if rate is None else {
+            "minutes": round(work.client_steps / rate.value / 60, 1), "rate": round(rate.value, 1),
+            "rate_of": rate.key, "source": rate.source, "measured": rate.what}
+    cpu = [m["minutes"] for k, m in minutes.items() if k.startswith("cpu") and m]
+    return {"name": job.name, "command": job.command, "dest": f"results/{job.dest}", "claims": list(job.claims),
+            "why": list(job.why), "headline": job.headline, "client_steps_at_most": round(work.client_steps),
+            "runs": work.runs, "models": list(job.models()), "checkpoints": job.checkpoints(), "minutes": minutes,
+            "fits_cpu": bool(cpu) and min(cpu) <= cpu_hours * 60}
+
+
+def listing(root: Path, cpu_hours: float = 24.0) -> list[dict]:
+    """Every job of the plan (:func:`row`)."""
+    check_real("--cpu-hours", cpu_hours, 0, strict_low=True)
+    rates = load(Path(root))
+    return [row(j, rates, cpu_hours) for j in jobs(root)]
+
+
+def find(root: Path, names) -> list[Job]:
+    """The jobs named (by :attr:`Job.name`), in the plan's order; an unknown name is an error listing them."""
+    every = jobs(root)
+    known = {j.name: j for j in every}
+    for name in names:
+        if name not in known:
+            raise ParameterError("job", name, "one of the plan's jobs (afl plan): " + ", ".join(known))
+    return [j for j in every if j.name in set(names)]
+
+
+# -- a job with a time limit -----------------------------------------------------------------------------------------
+def unpack_results(archive: Path, out: Path) -> Path:
+    """Extract an archive ``afl plan archive`` wrote into ``out`` (tar's data filter: no absolute paths, no escape
+    from ``out``, no links out of it); a missing or damaged archive is an error naming it."""
+    archive = Path(archive)
+    if not archive.is_file():
+        raise ParameterError("--resume-from", str(archive), "an archive written by afl plan archive (no such file)")
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(out, filter="data")
+    except (tarfile.TarError, EOFError, OSError) as error:
+        raise ParameterError("--resume-from", str(archive), f"an intact archive of afl plan archive ({error})") \
+            from None
+    return out
+
+
+def done(job: Job, out: Path) -> bool:
+    return (Path(out) / job.dest / f"{job.run.experiment}.json").is_file()
+
+
+def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", machine: str | None = None,
+        root: Path | None = None, data_root: str | None = None, say=print) -> list[dict]:
+    """Run ``chosen`` one after the other into ``out/<dest>`` within ``time_limit_s`` seconds: each as ``afl repro
+    ... --time-limit <what is left>``; a job already finished in ``out`` is passed over; a job whose runs keep no
+    checkpoint is started only if one of its runs fits the time left on ``machine`` (where a rate is measured).
+    Returns each job's report: finished, stopped at the limit (goes on from ``out`` next time), or failed."""
+    check_real("--time-limit", time_limit_s, 0, strict_low=True)
+    end = time.monotonic() + time_limit_s
+    rates = load(Path(root)) if root is not None else []
+    reports = []
+    for job in chosen:
+        left = end - time.monotonic()
+        if done(job, out):
+            say(f"afl plan: {job.name} is finished in {out / job.dest}")
+            continue
+        if left < MIN_START_S:
+            say(f"afl plan: {left:.0f} s left, {job.name} and the rest wait for the next job")
+            break
+        rate = job.rate(rates, machine) if machine else None
+        if rate is not None and not job.checkpoints():
+            work = job.work()
+            per_run = work.client_steps / max(work.runs, 1) / rate.value
+            if per_run > left:
+                say(f"afl plan: {job.name} passed over: its runs keep no checkpoint and one takes up to "
+                    f"{per_run / 60:.1f} min at {rate.value:,.0f} client-steps/s ({rate.source}), "
+                    f"{left / 60:.1f} min are left")
+                continue
+        argv = job.argv(Path(out) / job.dest, device) + ["--time-limit", f"{math.floor(left)}s"]
+        if data_root:
+            argv += ["--root", str(data_root)]
+        say(f"afl plan: {job.name}: afl {' '.join(argv)}")
+        t0 = time.monotonic()
+        code = subprocess.run([sys.executable, "-m", "afl.cli", *argv], env=os.environ.copy()).returncode
+        state = "finished" if code == 0 else "stopped at the time limit" if code == 3 else f"failed (exit {code})"
+        reports.append({"job": job.name, "state": state, "exit_code": code, "seconds": round(time.monotonic() - t0, 1),
+                        "folder": str(Path(out) / job.dest)})
+        say(f"afl plan: {job.name} {state} after {reports[-1]['seconds']:.0f} s")
+        if code == 3:
+            break
+    return reports
+
+
+def archive(out: Path, to: Path, max_file_mb: float, max_files: int, max_total_mb: float, say=print) -> list[Path]:
+    """Pack each job folder under ``out`` (one holding an ``afl repro`` result or partial runs) as
+    ``to/<job>.tar.gz``, within the caller's limits: no archive over ``max_file_mb``, at most ``max_files`` of them
+    and ``max_total_mb`` together. The results go first; a checkpoint goes in only where it fits (else it is named
+    as left out). Returns the archives written."""
+    for name, value in (("--max-file-mb", max_file_mb), ("--max-total-mb", max_total_mb)):
+        check_real(name, value, 0, strict_low=True)
+    if int(max_files) != max_files or max_files < 1:
+        raise ParameterError("--max-files", max_files, "a whole number of files, at least 1")
+    out, to = Path(out), Path(to)
+    marks = [p for p in out.rglob("*") if not p.is_symlink() and (
+        (p.is_dir() and p.name.endswith(".checkpoints"))
+        or (p.is_file() and p.name.endswith((".json", ".partial.jsonl")) and not _saved_state(p.relative_to(out))))]
+    folders = sorted({p.parent for p in marks})
+    to.mkdir(parents=True, exist_ok=True)
+    written, total = [], 0
+    for folder in folders:
+        if len(written) == max_files:
+            say(f"afl plan archive: {folder} left out: {max_files} files at most")
+            continue
+        files = [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()
+                 and not p.name.endswith(".part")]
+        kept = [p for p in files if not _saved_state(p.relative_to(folder))]
+        room = min(max_file_mb, max_total_mb - total) * 1e6 - sum(p.stat().st_size for p in kept)
+        for p in (p for p in files if p not in kept):
+            if p.stat().st_size <= room:
+                kept.append(p)
+                room -= p.stat().st_size
+            else:
+                say(f"afl plan archive: {p} ({p.stat().st_size / 1e6:.1f} MB) left out: over the limits")
+        target = to / f"{folder.relative_to(out).as_posix().replace('/', '-') or 'out'}.tar.gz"
+        if target.is_symlink():
+            raise ParameterError("--to", str(to), f"a folder without symbolic links ({target.name} is one)")
+        part = target.with_name(target.name + ".part")
+        with tarfile.open(part, "w:gz") as tar:
+            for p in kept:
+                tar.add(p, arcname=str(p.relative_to(out)))
+        size = part.stat().st_size
+        if size > max_file_mb * 1e6 or total + size > max_total_mb * 1e6:
+            part.unlink()
+            say(f"afl plan archive: {folder} left out: its archive ({size / 1e6:.1f} MB) is over the limits")
+            continue
+        os.replace(part, target)
+        written.append(target)
+        total += size
+    return written
+
+
+def _saved_state(rel: Path) -> bool:
+    """Whether ``rel`` lies in a folder of checkpoints (``<experiment>.checkpoints/``)."""
+    return any(part.endswith(".checkpoints") for part in rel.parts[:-1])
+
+
+def write_report(reports: list[dict], path: Path) -> None:
+    Path(path).write_text(json.dumps(reports, indent=1) + "\n")
+
+
+__all__ = ["Job", "jobs", "row", "listing", "find", "run", "archive", "unpack_results", "done", "write_report",
+           "MIN_START_S"]

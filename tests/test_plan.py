@@ -1,0 +1,265 @@
+"""The plan of paper-scale runs (afl.plan), its measured rates (afl.rates) and the datasets packed for an offline
+machine (afl.data.packing), on the CPU: jobs taken from the scoreboard, costs from rates recomputed from their
+sources, a job run under a time limit and passed over once finished, archives within the caller's limits, and the
+clear errors of missing or damaged inputs; nothing written through a symbolic link."""
+import json
+import lzma
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from afl import plan, rates
+from afl.claims import Run
+from afl.cli import main
+from afl.data import packing
+from afl.data.files import Located
+from afl.errors import ChecksumError, DataMissingError, ParameterError
+from afl.repro import estimate
+from afl.scoreboard import HEADLINE, papers
+from afl.scoreboard.verdict import Results, verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    return plan.jobs(ROOT)
+
+
+# -- the plan ---------------------------------------------------------------------------------------------------------
+def test_the_plan_holds_every_claim_not_run_or_reduced_headline_first(jobs):
+    """Each claim the board shows as not run (afl can compute it) or decided at reduced scale is in exactly one job,
+    the claim's own run; no other claim is; the jobs deciding a headline claim come first."""
+    results = Results(ROOT)
+    wanted = set()
+    for claims in papers().values():
+        for c in claims:
+            if c.run is None:
+                continue
+            row = verdict(c, results)
+            if row["status"] == "not run" or (row.get("scale") or {}).get("reduced"):
+                wanted.add((c.id, c.run))
+    assert {(c, j.run) for j in jobs for c in j.claims} == wanted
+    assert len({j.run for j in jobs}) == len(jobs) and len({j.name for j in jobs}) == len(jobs)
+    heads = [j.headline for j in jobs]
+    assert heads == sorted(heads, reverse=True) and any(heads)
+    assert all(j.headline == any(c in HEADLINE for c in j.claims) for j in jobs)
+
+
+def test_a_jobs_cost_is_its_estimate_over_a_measured_rate_with_its_source(jobs):
+    measured = rates.load(ROOT)
+    shakespeare = next(j for j in jobs if j.name == "ghbm-shakespeare-runs-fedhbm-noniid")
+    row = plan.row(shakespeare, measured, cpu_hours=24)
+    assert row["client_steps_at_most"] == 5 * 250 * 10 * 20 == estimate(
+        "ghbm-table2", seeds=5, **dict(shakespeare.run.overrides)).client_steps
+    h100 = row["minutes"]["h100"]
+    lstm = next(r for r in measured if (r.key, r.machine) == ("char-lstm", "h100"))
+    assert h100["minutes"] == round(250_000 / lstm.value / 60, 1) and h100["source"] == lstm.source
+    assert row["checkpoints"] and row["command"].startswith("afl repro ghbm-table2 --seeds 5 ")
+    for job in jobs[:12]:
+        for cost in plan.row(job, measured, 24)["minutes"].values():
+            assert cost is None or (ROOT / cost["source"]).is_file()
+
+
+def test_the_cli_lists_the_plan_with_rates_and_sources(capsys):
+    assert main(["plan", "--root", str(ROOT)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("HEADLINE ") and "each measured by its source" in out and "results/" in out
+    assert main(["plan", "--json", "--root", str(ROOT)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["name"] for r in rows} == {j.name for j in plan.jobs(ROOT)}
+    with pytest.raises(ParameterError, match="job='nope'"):
+        plan.find(ROOT, ["nope"])
+
+
+# -- rates ------------------------------------------------------------------------------------------------------------
+def _result(root: Path, rel: str, walls, steps, execution="runs computed one by one", machine="device cpu", **extra):
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runs = [{"computed_client_steps": s, "wall_seconds": w} for s, w in zip(steps, walls)]
+    path.write_text(json.dumps({"command": "afl repro x", "machine": machine, "execution": execution,
+                                "resumed_runs": 0, "reused_runs": 0, "runs": runs} | extra))
+
+
+def _rates(root: Path, *entries):
+    (root / rates.RATES).parent.mkdir(parents=True, exist_ok=True)
+    (root / rates.RATES).write_text(json.dumps({"rates": list(entries)}))
+
+
+def test_rates_are_recomputed_from_their_sources(tmp_path):
+    _result(tmp_path, "results/a/one.json", [10, 30], [100, 300])                       # one by one: 400 / 40
+    _result(tmp_path, "results/a/fleet.json", [40, 39], [100, 300], "runs computed as one fleet of at most 64")
+    (tmp_path / "results/b.jsonl").write_text(json.dumps({"model": "m", "clients": 4, "engine_steps_per_s": 7.5})
+                                              + "\n" + json.dumps({"model": "m", "clients": 8,
+                                                                   "engine_steps_per_s": 9.0}) + "\n")
+    _rates(tmp_path, {"key": "m", "machine": "cpu-2", "source": "results/a/one.json"},
+           {"key": "e", "machine": "cpu-2", "source": "results/a/fleet.json"},
+           {"key": "m", "machine": "h100", "source": "results/b.jsonl", "where": {"clients": 8}})
+    got = {(r.key, r.machine): r.value for r in rates.load(tmp_path)}
+    assert got == {("m", "cpu-2"): 10.0, ("e", "cpu-2"): 10.0, ("m", "h100"): 9.0}
+    measured = rates.load(tmp_path)
+    assert rates.lookup(measured, ("e", "m"), "cpu-2").key == "e"            # the experiment's own first
+    assert rates.lookup(measured, ("x", ("m", "e")), "cpu-2").value == 10.0  # several models: all measured
+    assert rates.lookup(measured, (("m", "z"),), "cpu-2") is None            # one not measured: none
+    assert rates.lookup(measured, ("m",), "h200") is None
+
+
+@pytest.mark.parametrize("case, match", [
+    ("missing", "results/a/gone.json.*missing"),
+    ("reused", "reused or resumed"),
+    ("machine", "device cuda"),
+    ("corrupt", "rates.json.*JSON list"),
+    ("twice", "listed twice"),
+    ("bench", "one line of afl bench"),
+])
+def test_a_missing_damaged_or_mismatched_source_names_its_file(case, match, tmp_path):
+    """The error names the file at fault (never an option nobody gave), for every later command alike."""
+    _result(tmp_path, "results/a/one.json", [10], [100], reused_runs=2 if case == "reused" else 0)
+    entry = {"key": "m", "machine": "h100" if case == "machine" else "cpu-2", "source": "results/a/one.json"}
+    if case == "missing":
+        entry["source"] = "results/a/gone.json"
+    if case == "bench":
+        (tmp_path / "results/b.jsonl").write_text('{"model": "m", "engine_steps_per_s": 1}\n')
+        entry = {"key": "m", "machine": "cpu-2", "source": "results/b.jsonl", "where": {"model": "other"}}
+    _rates(tmp_path, *([entry, entry] if case == "twice" else [entry]))
+    if case == "corrupt":
+        (tmp_path / rates.RATES).write_text('{"rates": [')
+    with pytest.raises(ParameterError, match=match):
+        rates.load(tmp_path)
+
+
+# -- running under a time limit ---------------------------------------------------------------------------------------
+TINY_FAVAS = Run("favas-table2", (("total_time", 20.0), ("eval_every", 10.0), ("splits", ("iid",)),
+                                  ("methods", ("fedavg",))), seeds=1, out="results/favas/table2/tiny")
+
+
+def test_a_job_runs_into_its_folder_and_is_passed_over_once_finished(tmp_path, capsys):
+    job = plan.Job(TINY_FAVAS, ("c",), False, ("not run",))
+    reports = plan.run([job], tmp_path, 300, root=ROOT)
+    assert [r["state"] for r in reports] == ["finished"] and plan.done(job, tmp_path)
+    result = json.loads((tmp_path / "favas/table2/tiny/favas-table2.json").read_text())
+    assert result["command"].startswith("afl repro favas-table2 --seeds 1 --set total_time=20.0")
+    assert plan.run([job], tmp_path, 300, root=ROOT) == []
+    assert "is finished in" in capsys.readouterr().out
+
+
+def test_a_job_stops_at_the_time_limit_and_no_job_starts_without_time(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(plan, "MIN_START_S", 5.0)
+    long = plan.Job(Run("favas-table2", (("total_time", 1e6), ("splits", ("iid",)), ("methods", ("fedavg",))),
+                        seeds=1, out="results/favas/table2/long"), ("c",), False, ("not run",))
+    reports = plan.run([long], tmp_path, 12, root=ROOT)
+    assert [(r["state"], r["exit_code"]) for r in reports] == [("stopped at the time limit", 3)]
+    assert plan.run([long], tmp_path, plan.MIN_START_S - 1, root=ROOT) == []
+    assert "wait for the next job" in capsys.readouterr().out
+
+
+def test_a_job_without_checkpoints_that_cannot_finish_a_run_is_passed_over(tmp_path, monkeypatch, capsys):
+    job = plan.Job(TINY_FAVAS, ("c",), False, ("not run",))
+    monkeypatch.setattr(plan.Job, "rate", lambda self, measured, machine: rates.Rate("mlp32", machine, 1e-3, "s", "w"))
+    assert plan.run([job], tmp_path, 60, machine="cpu-2", root=ROOT) == []
+    assert "keep no checkpoint" in capsys.readouterr().out and not plan.done(job, tmp_path)
+
+
+# -- archives ---------------------------------------------------------------------------------------------------------
+def _job_folder(out: Path, name: str, checkpoint_mb: float) -> None:
+    (out / name / "x.checkpoints").mkdir(parents=True)
+    (out / name / "x.partial.jsonl").write_text('{"run": 1}\n')
+    (out / name / "x.checkpoints" / "run.ckpt").write_bytes(bytes(int(checkpoint_mb * 1e6)))
+
+
+def test_archives_keep_to_the_callers_limits_and_go_back_in_place(tmp_path, capsys):
+    out = tmp_path / "out"
+    _job_folder(out, "a/small", 0.1)
+    _job_folder(out, "b", 3.0)
+    _job_folder(out, "c", 0.1)
+    written = plan.archive(out, tmp_path / "to", max_file_mb=1.0, max_files=2, max_total_mb=64)
+    assert [p.name for p in written] == ["a-small.tar.gz", "b.tar.gz"]
+    said = capsys.readouterr().out
+    assert "run.ckpt (3.0 MB) left out" in said and "c left out: 2 files at most" in said
+    with tarfile.open(written[1]) as tar:
+        assert tar.getnames() == ["b/x.partial.jsonl"]
+    back = plan.unpack_results(written[0], tmp_path / "back")
+    assert (back / "a/small/x.checkpoints/run.ckpt").stat().st_size == 100_000
+
+
+def test_a_missing_or_damaged_archive_is_an_error_naming_it(tmp_path):
+    with pytest.raises(ParameterError, match="resume-from.*no such file"):
+        plan.unpack_results(tmp_path / "gone.tar.gz", tmp_path / "out")
+    (tmp_path / "bad.tar.gz").write_bytes(b"\x1f\x8b not really")
+    with pytest.raises(ParameterError, match="bad.tar.gz.*intact archive"):
+        plan.unpack_results(tmp_path / "bad.tar.gz", tmp_path / "out")
+    assert main(["plan", "run", "--out", str(tmp_path / "o"), "--time-limit", "1m", "--resume-from",
+                 str(tmp_path / "gone.tar.gz"), "--root", str(ROOT)]) == 2
+
+
+# -- packed datasets --------------------------------------------------------------------------------------------------
+def _packed(src: Path, rel: str, content: bytes, stamp: str | None = None) -> Path:
+    import hashlib
+    xz = src / f"{rel}.xz"
+    xz.parent.mkdir(parents=True, exist_ok=True)
+    xz.write_bytes(lzma.compress(content))
+    if stamp != "none":
+        xz.with_name(xz.name + ".md5").write_text((stamp or hashlib.md5(content).hexdigest()) + "\n")
+    return xz
+
+
+def test_pack_then_unpack_gives_the_files_back_md5_checked(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    (data / "toy").mkdir(parents=True)
+    (data / "toy" / "a.bin").write_bytes(b"abc" * 1000)
+    import hashlib
+    md5 = hashlib.md5(b"abc" * 1000).hexdigest()
+    monkeypatch.setattr(packing, "locate", lambda name, root=None, download=False: Located(name, data,
+                                                                                           {"toy/a.bin": md5}))
+    files = packing.pack(["toy"], tmp_path / "packed")
+    assert [f.relative_to(tmp_path / "packed").as_posix() for f in files] == ["toy/a.bin.xz"]
+    assert packing.unpack(tmp_path / "packed", tmp_path / "root") == tmp_path / "root"
+    assert (tmp_path / "root" / "toy" / "a.bin").read_bytes() == b"abc" * 1000
+
+
+@pytest.mark.parametrize("case, error, match", [
+    ("no stamp", DataMissingError, "MD5 stamp of a.bin.xz is missing"),
+    ("wrong stamp", ChecksumError, "unpacks to MD5"),
+    ("bad stamp", ChecksumError, "32 hex digits"),
+    ("damaged", ChecksumError, "damaged xz"),
+    ("empty", DataMissingError, "no \\*.xz file"),
+])
+def test_a_damaged_pack_is_an_error_naming_the_file_and_leaves_nothing(case, error, match, tmp_path):
+    src = tmp_path / "packed"
+    src.mkdir()
+    if case != "empty":
+        xz = _packed(src, "toy/a.bin", b"hello", {"no stamp": "none", "wrong stamp": "0" * 32,
+                                                  "bad stamp": "xyz"}.get(case))
+        if case == "damaged":
+            xz.write_bytes(xz.read_bytes()[:-9])
+    with pytest.raises(error, match=match):
+        packing.unpack(src, tmp_path / "root")
+    assert not [p for p in (tmp_path / "root").rglob("*") if p.is_file()]
+
+
+def test_unpacking_writes_nothing_through_a_symbolic_link(tmp_path):
+    """A link planted in the data root (a folder or the file itself) pointing elsewhere: refused, the target kept."""
+    src = tmp_path / "packed"
+    _packed(src, "toy/a.bin", b"dataset bytes")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "a.bin").write_text("keep me")
+    for planted in ("folder", "file"):
+        root = tmp_path / f"root-{planted}"
+        root.mkdir()
+        if planted == "folder":
+            (root / "toy").symlink_to(victim)
+        else:
+            (root / "toy").mkdir()
+            (root / "toy" / "a.bin").symlink_to(victim / "a.bin")
+        with pytest.raises(ParameterError, match="symbolic link"):
+            packing.unpack(src, root)
+        assert (victim / "a.bin").read_text() == "keep me"
+
+
+def test_the_data_commands_need_their_folders(tmp_path, capsys):
+    assert main(["data", "unpack", str(tmp_path)]) == 2
+    assert "--to" in capsys.readouterr().err
+    assert main(["data", "unpack", str(tmp_path / "nothing"), "--to", str(tmp_path / "root")]) == 2
+    assert "no such folder" in capsys.readouterr().err
