@@ -84,10 +84,36 @@ def test_without_gradients_and_on_other_devices_it_is_nn_conv2d():
     assert type(model.conv1(x[0]).grad_fn).__name__ == "ConvolutionBackward0"      # a CPU: nn.Conv2d's own
 
 
+@pytest.mark.parametrize("faster", ["matmul", "convolution"])
+def test_measured_weight_gradients_take_the_faster_way_per_layer_and_equal_the_convolutions(faster, monkeypatch):
+    """``auto``: each layer is timed once (here a stub clock: ``faster`` wins), its choice kept per layer, clients
+    and precision, and either way the gradients are nn.Conv2d's in float64."""
+    model, x, y, params = case("cnn-cifar", {}, (3, 32, 32), torch.float64, "cpu")
+    want, _ = per_client_gradients(model, x, y, params, matmul=False, device="cpu")
+    timed = []
+
+    def clock(fn, device, repeat=3):
+        timed.append(fn)
+        return len(timed) % 2 if faster == "convolution" else 1 - len(timed) % 2    # WAYS order: matmul first
+    monkeypatch.setattr(conv, "_seconds", clock)
+    monkeypatch.setattr(conv, "CHOICES", {})
+    conv.MEASURED_WEIGHT_GRADIENT.add("cpu")
+    try:
+        for _ in range(2):
+            got, used = per_client_gradients(model, x, y, params, matmul=True, device="cpu")
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    finally:
+        conv.MEASURED_WEIGHT_GRADIENT.discard("cpu")
+    assert used == 2 and len(timed) == 4                       # two layers, two ways each, measured once
+    assert [way for way, _ in conv.CHOICES.values()] == [faster, faster] and conv.choices() == {faster: 2}
+    assert all(key[2][0] == 3 for key in conv.CHOICES)         # the key holds the clients vmap hides
+
+
 def test_the_environment_switch_is_checked_and_off_by_default():
-    assert conv.MATMUL_WEIGHT_GRADIENT == set()
-    code = "import afl.conv as c; print(sorted(c.MATMUL_WEIGHT_GRADIENT))"
-    for value, want in (("matmul", "['cuda']"), ("cudnn", "[]")):
+    assert conv.MATMUL_WEIGHT_GRADIENT == set() and conv.MEASURED_WEIGHT_GRADIENT == set()
+    code = "import afl.conv as c; print(sorted(c.MATMUL_WEIGHT_GRADIENT), sorted(c.MEASURED_WEIGHT_GRADIENT))"
+    for value, want in (("matmul", "['cuda'] []"), ("cudnn", "[] []"), ("auto", "['cuda'] ['cuda']")):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env={"AFL_CONV_WEIGHT_GRADIENT": value, "PATH": ""})
         assert out.stdout.strip() == want

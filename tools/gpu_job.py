@@ -75,9 +75,11 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
     # (model, clients, precision, graphs, steps, cuDNN's own tuning, weight gradient)
     plan = [("cnn-cifar", c, p, g, 8, False, w) for c in (10, 100, 400)
             for p, g, w in (("fp32", False, "cudnn"), ("fp32", True, "cudnn"), ("bf16", True, "cudnn"),
-                            ("fp32", False, "matmul"), ("bf16", True, "matmul"))]
-    plan += [("resnet20", 400, p, g, 4, False, w) for p, g, w in (("fp32", False, "cudnn"), ("bf16", True, "cudnn"),
-                                                                  ("bf16", True, "matmul"))]
+                            ("fp32", False, "matmul"), ("bf16", True, "matmul"), ("fp32", True, "auto"),
+                            ("bf16", True, "auto"))]
+    plan += [("resnet20", c, p, g, 4, False, w) for c in (10, 100, 400)
+             for p, g, w in (("fp32", False, "cudnn"), ("bf16", True, "cudnn"), ("bf16", True, "matmul"),
+                             ("bf16", True, "auto"))]
     plan += [("cnn-cifar", 400, "bf16", True, 8, True, "cudnn")]
     plan = [row for row in plan if graphs_ok or not row[3]]
     if cpu:
@@ -96,8 +98,12 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
                 break
             torch.backends.cudnn.benchmark = cudnn_bench
             conv.MATMUL_WEIGHT_GRADIENT.clear()
-            if wgrad == "matmul":
+            conv.MEASURED_WEIGHT_GRADIENT.clear()
+            conv.CHOICES.clear()
+            if wgrad in ("matmul", "auto"):
                 conv.MATMUL_WEIGHT_GRADIENT.add(device)
+            if wgrad == "auto":
+                conv.MEASURED_WEIGHT_GRADIENT.add(device)
             t0 = time.monotonic()
             try:
                 rows = bench_local_sgd([model], clients=clients, steps=steps, device=device, reference=False,
@@ -118,6 +124,7 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
     torch.backends.cudnn.benchmark = False
     conv.MATMUL_WEIGHT_GRADIENT.clear()
     conv.MATMUL_WEIGHT_GRADIENT.update(conv._matmul_devices())
+    conv.MEASURED_WEIGHT_GRADIENT.clear()
 
 
 def profile(out: Path, cpu: bool) -> None:
@@ -220,7 +227,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--minutes", type=float, default=9.3, help="wall minutes of the whole job")
-    p.add_argument("--bench-minutes", type=float, default=1.75)
+    p.add_argument("--bench-minutes", type=float, default=3.0)
     p.add_argument("--fleet-minutes", type=float, default=2.5)
     p.add_argument("--rate-minutes", type=float, default=1.5)
     p.add_argument("--packed", default=None, help="a folder afl data pack wrote, to unpack first")
