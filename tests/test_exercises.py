@@ -6,6 +6,7 @@ with the hint that names the mistake. The exercise notebooks must be what their 
 (``tools/make_exercises.py``); tests/test_nbgrader.py runs them as a student receives them.
 """
 import math
+import os
 import re
 import subprocess
 import sys
@@ -316,6 +317,107 @@ def test_checker_rejects_a_typical_mistake_with_its_hint(name, which):
     assert "expected" in verdict.message or "returned" in verdict.message
 
 
+def bits_d_over_bucket_plus_one(d, bits, bucket):
+    return bits * d + 32 * (1 if bucket is None else d // bucket + 1)            # wrong whenever bucket divides d
+
+
+def alpha_stochastic_no_cap(pmf, K, mode, e=None):
+    pmf = np.asarray(pmf)
+    return float(pmf @ np.minimum(np.arange(len(pmf)), K)) if mode == "deterministic" else (1 - pmf[0]) * e
+
+
+#: wrong answers beyond each checker's own list: the ones issue 54 found passing most seeds
+MORE_MISTAKES = {"check_qsgd_bits": [bits_d_over_bucket_plus_one], "check_alpha": [alpha_stochastic_no_cap]}
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_every_typical_mistake_is_rejected_on_every_one_of_200_seeds(name, monkeypatch):
+    """The checker's listed mistakes, this file's and the issue's: none passes on any seed (the boundaries are in
+    every call's cases). QSGD's check with 400 draws (its bounds scale with the draws)."""
+    monkeypatch.setattr(type(CHECKS["check_qsgd"]), "DRAWS", 400)
+    check = CHECKS[name]
+    answers = [m.answer for m in check.mistakes] + [w for w, _ in TYPICAL_MISTAKES[name]] + MORE_MISTAKES.get(name, [])
+    for k, answer in enumerate(answers):
+        passed = [seed for seed in range(200 if name != "check_qsgd" else 40) if check(answer, seed=seed).passed]
+        assert not passed, f"mistake {k} of {name} passes on seeds {passed[:5]}"
+
+
+def test_the_same_answer_gets_the_same_verdict_every_time_and_the_seed_is_recorded(tmp_path, monkeypatch):
+    """Cases come from a seed fixed per exercise and assignment (and student where AFL_STUDENT is set), the same
+    in a fresh process; the verdict line records it. An answer that is right on some cases only gets one grade."""
+    from afl.exercises import verdicts
+    monkeypatch.delenv("AFL_STUDENT", raising=False)
+    monkeypatch.delenv("AFL_CASE_SEED", raising=False)
+    code = ("from afl.exercises import check_qsgd_bits as c\nimport math\n"
+            "def f(d, bits, bucket):\n    return bits * d + 32 * (1 if bucket is None else math.ceil(d / bucket)) "
+            "+ (d % 7 == 3)\nv = c(f)\nprint(v.seed, v.status)")
+    env = {k: v for k, v in os.environ.items() if k not in ("AFL_STUDENT", "AFL_CASE_SEED")}
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env=env).stdout for _ in range(2)}
+    assert len(runs) == 1
+    seed = int(runs.pop().split()[0])
+    check = CHECKS["check_qsgd_bits"]
+    assert check(SOLUTIONS["check_qsgd_bits"]).seed == seed
+    monkeypatch.setenv("AFL_CASE_SEED", "spring term")
+    assert check(SOLUTIONS["check_qsgd_bits"]).seed != seed
+    monkeypatch.setenv("AFL_STUDENT", "ada")
+    log = tmp_path / "ada.jsonl"
+    monkeypatch.setenv(verdicts.ENV, str(log))
+    ada = check(SOLUTIONS["check_qsgd_bits"])
+    assert verdicts.read([log])[0]["cases"] == ada.seed and ada.seed not in (seed, None)
+
+
+def _route_answers() -> dict:
+    """A student's functions that reach afl's answer by the four routes issue 54 found, and three more."""
+    ns = {"__name__": "__main__"}
+    exec("import afl\nimport afl.theory.favas\nfrom afl.exercises import check_alpha, check_server_average\n"
+         "from afl.compress import QSGDQuantizer\n"
+         "def by_attributes(pmf, K, mode, e=None):\n    return afl.theory.favas.alpha(pmf, K, mode, e)\n"
+         "def by_checker(pmf, K, mode, e=None):\n    return check_alpha.reference(pmf, K, mode, e)\n"
+         "def by_other_checker(w_prev, uploads):\n    return check_server_average.reference(w_prev, uploads)\n"
+         "def by_class(d, bits, bucket):\n    return QSGDQuantizer(bits, bucket).bits(d)\n"
+         "def by_import(d, bits, bucket):\n    return __import__('afl.compress').compress.QSGDQuantizer(bits, bucket)"
+         ".bits(d)\n"
+         "def helper(d, bits, bucket):\n    return afl.compress.QSGDQuantizer(bits, bucket).bits(d)\n"
+         "def by_helper(d, bits, bucket):\n    return helper(d, bits, bucket)\n"
+         "def by_default(d, bits, bucket, q=QSGDQuantizer):\n    return q(bits, bucket).bits(d)\n", ns)
+    return ns
+
+
+@pytest.mark.parametrize("answer, name, says", [
+    ("by_attributes", "check_alpha", "calls afl's `alpha`"), ("by_checker", "check_alpha", "uses the checker"),
+    ("by_other_checker", "check_server_average", "uses the checker"),
+    ("by_class", "check_qsgd_bits", "calls afl's `QSGDQuantizer`"), ("by_import", "check_qsgd_bits", "afl"),
+    ("by_helper", "check_qsgd_bits", "helper"), ("by_default", "check_qsgd_bits", "QSGDQuantizer")])
+def test_every_route_to_afls_answer_is_refused(answer, name, says):
+    verdict = CHECKS[name](_route_answers()[answer], seed=0)
+    assert verdict.status == ERROR and "your own code" in verdict.message and says in verdict.message, \
+        verdict.message
+
+
+def test_a_right_answer_in_the_wrong_shape_is_told_it_is_the_shape():
+    def boxed(n, s, tau):
+        return np.array([SOLUTIONS["check_unseen_fraction"](n, s, tau)])
+    verdict = CHECKS["check_unseen_fraction"](boxed, seed=0)
+    assert verdict.status == WRONG and "the numbers are right, the shape is not" in verdict.message
+
+    def row(w_prev, uploads):
+        return SOLUTIONS["check_server_average"](w_prev, uploads)[None, :]
+    assert "shape is not" in CHECKS["check_server_average"](row, seed=0).message
+
+
+def test_a_damaged_verdict_file_is_an_error_naming_it(tmp_path, capsys):
+    from afl.cli import main
+    listed = tmp_path / "listed.jsonl"
+    listed.write_text('{"exercise": "check_qsgd", "status": ["wrong"], "user": "bob"}\n')
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(bytes(range(256)))
+    for path, says in ((listed, f"{listed}:1 is not a verdict line"), (binary, f"{binary}' is not text")):
+        assert main(["verdicts", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err
+
+
 # ------------------------------------------------------------------------------------------ the notebooks
 def test_exercise_notebooks_are_written_from_their_solutions():
     result = subprocess.run([sys.executable, str(ROOT / "tools" / "make_exercises.py"), "--check"],
@@ -358,6 +460,11 @@ def test_the_handout_holds_the_exercises_and_never_the_answers(tmp_path):
         handout.handout(tmp_path / "class")
     with pytest.raises(ValueError, match="outside notebooks"):
         handout.handout(EXERCISES / "out")
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(ValueError, match="HANDOUT=.*a-file.*expected a folder"):
+        handout.handout(tmp_path / "a-file")
+    import nbgrader_source
+    assert nbgrader_source.main([str(tmp_path / "a-file")]) == 2             # a clear error, no traceback
 
 
 def test_a_verdict_shows_on_stdout_when_correct_and_on_stderr_otherwise(capsys):

@@ -51,8 +51,23 @@ def graded(tmp_path_factory):
             dest = course / "submitted" / student / name
             dest.mkdir(parents=True)
             shutil.copy(source / name / f"{name}_ex.ipynb", dest)
+    flaky = course / "submitted" / "flaky" / "03_qafel"               # right except when d % 7 == 3
+    flaky.mkdir(parents=True)
+    nb = nbformat.read(course / "source" / "03_qafel" / "03_qafel_ex.ipynb", as_version=4)
+    for cell in nb.cells:
+        if "def qsgd_bits(" in cell.source:
+            cell.source = cell.source.replace("return bits * d + 32 * scales", "return bits * d + 32 * scales + "
+                                              "(d % 7 == 3)")
+    nbformat.write(nb, flaky / "03_qafel_ex.ipynb")
     nbgrader(course, "autograde", "*")
     return course
+
+
+def scores_of(course: Path, name: str, student: str) -> dict:
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        nb = gb.find_submission_notebook(f"{name}_ex", name, student)
+        return {g.name: (g.auto_score, g.max_score) for g in nb.grades}
 
 
 @pytest.mark.slow
@@ -81,6 +96,17 @@ def test_autograde_gives_the_solution_full_marks_and_the_blank_zero(graded, name
     for g in answers:
         assert scores["solver"][g] == (None, nbgrader_source.ANSWER_POINTS, True), g     # the teacher reads it
         assert scores["blank"][g] == (0, nbgrader_source.ANSWER_POINTS, False), g        # left blank: zero
+
+
+@pytest.mark.slow
+def test_the_same_notebook_graded_twice_gets_the_same_points(graded):
+    """An answer right on some cases only: its check's cases come from the assignment's seed, so a second autograde
+    (as a regrade would) gives the same points."""
+    first = scores_of(graded, "03_qafel", "flaky")
+    assert "return bits * d + 32 * scales + (d % 7 == 3)" in (graded / "submitted/flaky/03_qafel/03_qafel_ex.ipynb"
+                                                               ).read_text()
+    nbgrader(graded, "autograde", "03_qafel", "--student", "flaky", "--force")
+    assert scores_of(graded, "03_qafel", "flaky") == first
 
 
 @pytest.mark.slow

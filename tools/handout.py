@@ -46,6 +46,8 @@ def new_folder(dest: Path, name: str) -> Path:
     if dest == REPO / "notebooks" or (REPO / "notebooks") in dest.parents:
         raise ValueError(f"{name}={dest} is not allowed; expected a folder outside notebooks/ (the answer key "
                          "lives there)")
+    if dest.exists() and not dest.is_dir():
+        raise ValueError(f"{name}={dest} is not allowed; expected a folder (it is a file)")
     if dest.exists() and any(dest.iterdir()):
         raise ValueError(f"{name}={dest} is not allowed; expected a new or empty folder (it holds files)")
     dest.mkdir(parents=True, exist_ok=True)

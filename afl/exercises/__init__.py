@@ -1,5 +1,6 @@
 """Checked exercises for the classroom (``notebooks/exercises``): each ``check_*`` runs a student's function on
-fresh random cases against afl's own implementation and answers in words (:mod:`afl.exercises.checking`).
+its cases (boundaries first, then random ones from a seed fixed per assignment) against afl's own implementation
+and answers in words (:mod:`afl.exercises.checking`).
 
 Simulator (notebook 00): ``check_expected_steps`` (E[E ∧ K] in a window), ``check_contact_steps`` (at a contact
 of the server clock). FAVAS (01): ``check_alpha`` (eq. (1)), ``check_unbiased_upload`` (Alg. 1, l. 24),

@@ -23,6 +23,10 @@ from .checking import ERROR, WRONG, Exercise, Mistake, Unfinished, call_text, sh
 
 
 def _buffered_cases(rng):
+    d = 3
+    for staleness in ([0], [0, 0, 0], [4, 1, 9], [0, 7]):     # a buffer of one; no staleness; all stale
+        yield {"w": torch.tensor(rng.normal(size=d)), "deltas": torch.tensor(rng.normal(size=(len(staleness), d))),
+               "staleness": staleness, "server_lr": 1.0}
     for _ in range(8):
         Z, d = int(rng.integers(2, 6)), int(rng.integers(2, 6))
         yield {"w": torch.tensor(rng.normal(size=d)), "deltas": torch.tensor(rng.normal(size=(Z, d))),
@@ -57,6 +61,12 @@ check_buffered_step = Exercise(
 
 
 def _bits_cases(rng):
+    yield {"d": 1024, "bits": 4, "bucket": 256}                # the bucket divides d
+    yield {"d": 1000, "bits": 3, "bucket": 256}                # a shorter last bucket
+    yield {"d": 29282, "bits": 8, "bucket": None}              # one scale for the vector
+    yield {"d": 7, "bits": 2, "bucket": 1}                     # a scale per coordinate
+    yield {"d": 5, "bits": 8, "bucket": 64}                    # the bucket longer than d
+    yield {"d": 1, "bits": 2, "bucket": None}
     for i in range(10):
         d = int(rng.integers(1, 5000))
         yield {"d": d, "bits": int(rng.integers(2, 9)),
@@ -81,11 +91,16 @@ check_qsgd_bits = Exercise(
                 "with buckets every bucket has its own scale: 32 ceil(d / bucket) bits of scales."),
         Mistake(lambda d, bits, bucket: bits * d + 32 * _nscales(d, bucket, math.floor),
                 "the last, shorter bucket has a scale too: ceil(d / bucket), not floor."),
+        Mistake(lambda d, bits, bucket: bits * d + 32 * _nscales(d, bucket, lambda v: int(v) + 1),
+                "when the bucket divides d there is no shorter last bucket: ceil(d / bucket) buckets, not "
+                "d // bucket + 1."),
         Mistake(lambda d, bits, bucket: bits * d + 64 * _nscales(d, bucket), "each scale is one float32: 32 bits."),
     ))
 
 
 def _hidden_cases(rng):
+    same = torch.tensor(rng.normal(size=4))
+    yield {"hidden": same, "w_new": same.clone(), "quantize": _grid(0.25)}     # nothing changed
     for _ in range(8):
         d, step = int(rng.integers(2, 7)), float(rng.choice([0.5, 0.25, 0.1]))
         quantize = _grid(step)
@@ -175,6 +190,7 @@ class QSGDExercise(Exercise):
 
 
 def _qsgd_cases(rng):
+    yield {"x": torch.tensor([0.0, 1.5, -2.0, 0.25]), "bits": 2}             # a zero coordinate, the fewest bits
     for bits in (2, 3, 4, 6):
         yield {"x": torch.tensor(rng.normal(size=int(rng.integers(3, 9)))), "bits": bits}
 

@@ -16,19 +16,24 @@ otherwise (a red box in Jupyter), which is also how nbgrader grades a check cell
 none for the rest. Each verdict is appended to the file ``$AFL_VERDICTS`` names, if set
 (:mod:`afl.exercises.verdicts`).
 
-An answer must be the student's own: a function of afl's, or one that calls the implementation the exercise asks
-for (``implementations``, found among the names the function's code uses, nested functions included), is refused
-in words. Messages name the paper's formula, never where afl computes it. An exercise that builds on an earlier
-one (``contact_steps`` calls the student's ``expected_steps``) is judged with afl's answer for the earlier one
-inside (``inner``), so that a mistake is reported where it is, and the verdict says so.
+An answer must be the student's own: a function of afl's, or one whose code reaches afl's code by any route the
+check can see -- a name or an attribute chain (``afl.theory.favas.alpha``), an imported class (``QSGDQuantizer(...)
+.bits(d)``), a checker's ``reference``, a closure or a default argument, a module imported by name -- is refused in
+words. Messages name the paper's formula, never where afl computes it. An exercise that builds on an earlier one
+(``contact_steps`` calls the student's ``expected_steps``) is judged with afl's answer for the earlier one inside
+(``inner``), so that a mistake is reported where it is, and the verdict says so.
 
-Cases are fresh each call (``seed=None``) so that an answer cannot be fitted to them; tests pass a seed.
+Cases are drawn from a seed fixed per exercise and assignment (``$AFL_CASE_SEED``; and per student where
+``$AFL_STUDENT`` names one), so that the same notebook gets the same verdict every time it is checked (an
+autograder's rerun included), and the verdict records it. Every exercise's cases begin with its boundaries (a
+divisibility, zero progress, the cap reached, a single client, no staleness), drawn on purpose, then random ones.
 """
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
-import sys
+import os
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -36,30 +41,17 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import torch
 
-NOT_DONE, ERROR, WRONG, CORRECT = "not done", "error", "wrong", "correct"
+from .verdicts import CORRECT, ERROR, NOT_DONE, WRONG, Verdict, record
+
+#: the variable that fixes an assignment's cases (a teacher sets a new one for a new term)
+SEED_ENV = "AFL_CASE_SEED"
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """The outcome of a check: ``status`` (``"not done"``, ``"error"``, ``"wrong"`` or ``"correct"``) and the
-    ``message`` that explains it (also the verdict's text in a notebook)."""
-
-    exercise: str
-    status: str
-    message: str
-
-    @property
-    def passed(self) -> bool:
-        return self.status == CORRECT
-
-    def __repr__(self) -> str:
-        return self.message
-
-    __str__ = __repr__
-
-    def _ipython_display_(self) -> None:
-        """The message on stdout when correct, on stderr otherwise (what nbgrader reads as a failed test)."""
-        print(self.message, file=sys.stdout if self.passed else sys.stderr)
+def case_seed(exercise: str) -> int:
+    """The seed of ``exercise``'s cases: a hash of the assignment's ``$AFL_CASE_SEED``, the exercise and
+    ``$AFL_STUDENT`` (when set), the same wherever and however often the check runs."""
+    text = f"{os.environ.get(SEED_ENV, 'afl')}:{exercise}:{os.environ.get('AFL_STUDENT', '')}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
 
 
 @dataclass(frozen=True)
@@ -140,9 +132,8 @@ class Exercise:
     inner: tuple[tuple[str, Callable], ...] = ()   # (name, afl's answer) of earlier exercises the answer may call
 
     def __call__(self, fn: Callable, seed: int | None = None) -> Verdict:
-        """Check ``fn`` on fresh random cases (``seed`` fixes them), and record the verdict where
-        ``$AFL_VERDICTS`` says."""
-        from .verdicts import record
+        """Check ``fn`` on the exercise's cases (``seed``: other ones; default :func:`case_seed`), and record the
+        verdict where ``$AFL_VERDICTS`` says."""
         verdict = self.check(fn, seed)
         record(verdict)
         return verdict
@@ -155,6 +146,12 @@ class Exercise:
         return Verdict(self.name, status, message)
 
     def check(self, fn: Callable, seed: int | None = None) -> Verdict:
+        """The verdict on ``fn``, its cases drawn from ``seed`` (default :func:`case_seed`) and recorded in it."""
+        seed = case_seed(self.name) if seed is None else seed
+        verdict = self._check(fn, seed)
+        return Verdict(verdict.exercise, verdict.status, verdict.message, seed)
+
+    def _check(self, fn: Callable, seed: int) -> Verdict:
         if fn is None or fn is Ellipsis:
             return self.not_done()
         if not callable(fn):
@@ -174,7 +171,7 @@ class Exercise:
         except Unfinished:
             return self.not_done()
         return self.verdict(CORRECT, f"Correct: `{self.function_name}` agrees with {self.source} on {len(cases)} "
-                                     f"random cases.{swapped}")
+                                     f"cases, its boundaries among them.{swapped}")
 
     def with_inner(self, fn: Callable) -> tuple[Callable, str]:
         """``fn`` with the earlier exercises it calls by name (:attr:`inner`) bound to afl's answers, so that a
@@ -196,21 +193,19 @@ class Exercise:
                                       "cell, run that cell, then run this check again.")
 
     def borrowed(self, fn: Callable) -> str:
-        """What makes ``fn`` not the student's own ('' if nothing): it is afl's code (the reference included), or
-        its code uses one of :attr:`implementations` by name, directly or through a module."""
-        if fn is self.reference or getattr(fn, "__module__", "") and fn.__module__.split(".")[0] == "afl":
+        """What makes ``fn`` not the student's own ('' if nothing): it is afl's code, or its code reaches afl's code
+        (:func:`reaches_afl`) other than the earlier exercises it may call by name (:attr:`inner`)."""
+        if fn is self.reference or _is_afl(fn):
             return "is afl's own"
         targets = {id(_resolve(path)): path.split(":")[1] for path in self.implementations}
-        code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-        for c in code_objects(code):
-            for name in c.co_names:
-                obj = scope.get(name)
-                found = [obj] + ([getattr(obj, attr, None) for attr in c.co_names]
-                                 if isinstance(obj, types.ModuleType) else [])
-                for o in found:
-                    if id(o) in targets:
-                        return f"calls afl's `{targets[id(o)]}`, which computes the answer"
-        return ""
+        found = reaches_afl(fn, allowed={name for name, _ in self.inner})
+        for route, obj in found:
+            if isinstance(obj, Exercise):
+                return f"uses the checker `{route}`, which holds the answer"
+        for route, obj in found:
+            if id(obj) in targets:
+                return f"calls afl's `{targets[id(obj)]}` ({route}), which computes the answer"
+        return f"uses afl's `{found[0][0]}`" if found else ""
 
     def call(self, fn: Callable, case: dict, **shared):
         """``fn(**case, **shared)`` on copies of the case's arguments (``shared`` ones, e.g. a random generator, are
@@ -240,6 +235,10 @@ class Exercise:
     def wrong(self, case: dict, got, expected, extra: str = "") -> Verdict:
         hint = next((m.hint for m in self.mistakes if self.same(got, m.answer(**copy.deepcopy(case)))), self.hint)
         a, b = as_array(got), as_array(expected)
+        if a is not None and b is not None and a.shape != b.shape and a.size == b.size and self.same(
+                a.reshape(b.shape), expected):
+            hint = (f"the numbers are right, the shape is not: return shape {b.shape or 'a single number'} "
+                    f"(yours has shape {a.shape}).")
         shape = (f" (shape {a.shape}, expected {b.shape})" if a is not None and b is not None and a.shape != b.shape
                  else "")
         text = (f"Not yet right: {call_text(self.function_name, case)}\n"
@@ -254,6 +253,62 @@ def code_objects(code: types.CodeType | None):
         c = stack.pop()
         stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
         yield c
+
+
+def _is_afl(obj) -> bool:
+    """Whether ``obj`` is afl's: a module of afl, something defined in one (a checker included), or an instance of
+    an afl class."""
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__.split(".")[0] == "afl"
+    if isinstance(obj, Exercise):
+        return True
+    owner = obj if callable(obj) or isinstance(obj, type) else type(obj)
+    module = getattr(owner, "__module__", None)
+    return isinstance(module, str) and module.split(".")[0] == "afl"
+
+
+def reaches_afl(fn: Callable, allowed=frozenset(), _visited=None) -> list[tuple[str, Any]]:
+    """``[(route, obj), ...]``: the afl objects ``fn``'s code reaches (``afl.theory.favas.alpha``, an imported afl
+    class, function or object, a checker and its ``reference``), through its global names and their attributes
+    named in the code, its closure, its defaults and the functions it calls, nested ones included; a string
+    constant naming afl (``__import__("afl")``) counts as reaching afl. Empty if it reaches none; global names in
+    ``allowed`` are passed over."""
+    code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    visited = set() if _visited is None else _visited
+    if code is None or id(code) in visited:
+        return []
+    visited.add(id(code))
+    codes = list(code_objects(code))
+    found = [("afl (imported by name)", importlib.import_module("afl")) for c in codes
+             if any(isinstance(k, str) and k.split(".")[0] == "afl" for k in c.co_consts)][:1]
+    attributes = {name for c in codes for name in c.co_names}
+    roots = [(name, scope[name]) for name in sorted(attributes) if name in scope and name not in allowed]
+    roots += [(f"a variable of {fn.__name__}", cell.cell_contents) for cell in fn.__closure__ or ()
+              if _has_contents(cell)]
+    roots += [(f"a default of {fn.__name__}", v) for v in (fn.__defaults__ or ()) + tuple(
+        (fn.__kwdefaults__ or {}).values())]
+    seen: set = set()
+    frontier = roots[::-1]
+    while frontier:
+        here, o = frontier.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        if _is_afl(o):
+            found.append((here, o))
+        if isinstance(o, (types.ModuleType, type, Exercise)):
+            frontier += [(f"{here}.{a}", getattr(o, a)) for a in sorted(attributes) if hasattr(o, a)]
+        elif isinstance(o, types.FunctionType):
+            found += [(f"{here} -> {r}", x) for r, x in reaches_afl(o, allowed, visited)]
+    return found
+
+
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _resolve(path: str):
@@ -276,5 +331,5 @@ def mine_or_reference(fn: Callable, exercise: Exercise) -> Callable:
     return exercise.reference
 
 
-__all__ = ["Verdict", "Mistake", "Exercise", "mine_or_reference", "close", "show", "NOT_DONE", "ERROR", "WRONG",
-           "CORRECT"]
+__all__ = ["Verdict", "Mistake", "Exercise", "mine_or_reference", "close", "show", "case_seed", "reaches_afl",
+           "NOT_DONE", "ERROR", "WRONG", "CORRECT", "SEED_ENV"]

@@ -23,7 +23,14 @@ def _pmf(rng) -> list[float]:
 
 
 def _alpha_cases(rng):
-    for i in range(12):
+    pmf = _pmf(rng)
+    top = len(pmf) - 1
+    yield {"pmf": pmf, "K": 1, "mode": "deterministic", "e": None}             # the cap binds: mass beyond K = 1
+    yield {"pmf": pmf, "K": top + 2, "mode": "deterministic", "e": None}       # K beyond the support: no cap
+    yield {"pmf": pmf, "K": 2, "mode": "stochastic", "e": top + 2}             # more steps observed than K
+    yield {"pmf": pmf, "K": 2, "mode": "stochastic", "e": 0}                   # no progress
+    yield {"pmf": pmf, "K": top, "mode": "stochastic", "e": 1}
+    for i in range(10):
         pmf = _pmf(rng)
         K = int(rng.integers(1, len(pmf)))
         mode = ("deterministic", "stochastic")[i % 2]
@@ -68,6 +75,9 @@ def _vectors(rng, d):
 
 
 def _upload_cases(rng):
+    for alpha in (0.0, 1.0):                                  # no progress; one step's worth
+        w_init, w = _vectors(rng, 3)
+        yield {"w_init": w_init, "w": w, "alpha": alpha}
     for i in range(8):
         w_init, w = _vectors(rng, int(rng.integers(2, 7)))
         yield {"w_init": w_init, "w": w, "alpha": 0.0 if i == 5 else round(float(rng.uniform(0.2, 9)), 3)}
@@ -95,6 +105,7 @@ check_unbiased_upload = Exercise(
 
 
 def _average_cases(rng):
+    yield {"w_prev": torch.tensor(rng.normal(size=3)), "uploads": torch.tensor(rng.normal(size=(1, 3)))}   # s = 1
     for _ in range(8):
         s, d = int(rng.integers(1, 6)), int(rng.integers(2, 6))
         yield {"w_prev": torch.tensor(rng.normal(size=d)), "uploads": torch.tensor(rng.normal(size=(s, d)))}

@@ -15,6 +15,9 @@ from .checking import Exercise, Mistake
 
 
 def _realloc_cases(rng):
+    yield {"R": 96, "sigma2": [1.0, 1.0], "eta_s": 1.0, "eta_c": [0.05, 0.05], "tau": [10, 10]}   # equal tasks
+    yield {"R": 100, "sigma2": [0.2, 3.0, 1.1], "eta_s": 1.0, "eta_c": 0.05, "tau": 5}            # scalars shared
+    yield {"R": 60, "sigma2": [2.0], "eta_s": [1.5], "eta_c": [0.02], "tau": [7]}                  # a single task
     for i in range(8):
         M = int(rng.integers(2, 5))
         yield {"R": int(rng.integers(50, 500)), "sigma2": [round(float(v), 3) for v in rng.uniform(0.05, 4, M)],
@@ -55,6 +58,9 @@ check_realloc = Exercise(
 
 
 def _times_cases(rng):
+    yield {"b": 1, "R": 1, "lam": 0.5}                         # a single client
+    yield {"b": 40, "R": 40, "lam": 0.25}                      # the buffer as large as the requests
+    yield {"b": 1, "R": 100, "lam": 1.0}
     for _ in range(8):
         R = int(rng.integers(2, 300))
         yield {"b": int(rng.integers(1, R + 1)), "R": R, "lam": round(float(rng.uniform(0.01, 2)), 4)}

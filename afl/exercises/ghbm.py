@@ -28,6 +28,8 @@ def _momentum(past, beta, J):
 
 
 def _momentum_cases(rng):
+    for tau, J in ((1, 1), (1, 4), (3, 1)):                  # the shortest window; one local step
+        yield {"past": [torch.tensor(rng.normal(size=3)) for _ in range(tau + 1)], "beta": 0.9, "J": J}
     for _ in range(8):
         tau, d = int(rng.integers(2, 7)), int(rng.integers(2, 6))
         yield {"past": [torch.tensor(rng.normal(size=d)) for _ in range(tau + 1)],
@@ -54,6 +56,9 @@ check_ghbm_momentum = Exercise(
 
 
 def _unseen_cases(rng):
+    yield {"n": 10, "s": 10, "tau": 1}                         # every client drawn: nothing unseen
+    yield {"n": 10, "s": 9, "tau": 1}                          # one left out a round: two are never unseen together
+    yield {"n": 20, "s": 1, "tau": 1}                          # a single client a round
     for _ in range(10):                              # moderate windows: the factor neither 1 nor vanishing
         n = int(rng.integers(5, 150))
         s = int(rng.integers(1, max(2, n // 4)))
@@ -92,6 +97,9 @@ def _smallest_tau(n, s, eps):
 
 
 def _tau_cases(rng):
+    yield {"n": 50, "s": 5, "eps": 1.0}                        # one round is already enough
+    yield {"n": 12, "s": 12, "eps": 1e-3}                      # every client each round
+    yield {"n": 100, "s": 1, "eps": 0.05}                      # a single client a round
     for _ in range(8):
         n = int(rng.integers(10, 200))
         yield {"n": n, "s": int(rng.integers(1, max(2, n // 5))), "eps": float(10 ** rng.uniform(-3, -1))}

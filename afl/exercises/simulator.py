@@ -26,6 +26,10 @@ def contact_steps(mean: float, K: int, n: int, s: int, interval: float) -> float
 
 
 def _window_cases(rng):
+    yield {"mean": 2.0, "window": 10.0, "K": 1}                # K = 1: the first step reached or not
+    yield {"mean": 4.0, "window": 0.2, "K": 3}                 # hardly any progress
+    yield {"mean": 1.0, "window": 3.0, "K": 30}                # a cap that is (almost) never reached
+    yield {"mean": 1.0, "window": 30.0, "K": 4}                # a cap that is almost always reached
     for _ in range(12):
         mean = float(rng.uniform(0.5, 8))
         window = float(rng.uniform(1, 40))
@@ -34,6 +38,8 @@ def _window_cases(rng):
 
 
 def _contact_cases(rng):
+    yield {"mean": 2.0, "K": 5, "n": 8, "s": 8, "interval": 3.0}     # every client contacted at every step
+    yield {"mean": 2.0, "K": 5, "n": 20, "s": 1, "interval": 3.0}    # a single client a step
     for _ in range(6):
         n = int(rng.integers(4, 60))
         yield {"mean": round(float(rng.uniform(1, 8)), 3), "K": int(rng.integers(2, 25)), "n": n,

@@ -1,25 +1,54 @@
-"""A class's verdicts, collected: every check can append its verdict as one JSON line to a file, and ``afl
-verdicts`` tabulates such files, one row per student and one column per exercise.
+"""A verdict, and a class's verdicts collected: every check can append its verdict as one JSON line to a file, and
+``afl verdicts`` tabulates such files, one row per student and one column per exercise.
 
 A teacher turns recording on for every student, without touching the notebooks, by setting ``AFL_VERDICTS`` in
 the kernels' environment (on a JupyterHub: ``c.Spawner.environment = {"AFL_VERDICTS":
 "/home/{username}/afl-verdicts.jsonl"}``), then collects the files. A line reads::
 
-    {"exercise": "check_qsgd", "status": "correct", "passed": true, "user": "ada", "time": "2026-11-26T21:40:03Z"}
+    {"exercise": "check_qsgd", "status": "correct", "passed": true, "user": "ada", "cases": 1234567,
+     "time": "2026-11-26T21:40:03Z"}
 
-``user`` is ``$AFL_STUDENT``, else ``$JUPYTERHUB_USER``, else the login name. Nothing is recorded where
-``AFL_VERDICTS`` is unset. For marks, the nbgrader route (``tools/nbgrader_source.py``) grades the same checks.
+``user`` is ``$AFL_STUDENT``, else ``$JUPYTERHUB_USER``, else the login name; ``cases`` the seed the check's cases
+were drawn from (:func:`afl.exercises.checking.case_seed`). Nothing is recorded where ``AFL_VERDICTS`` is unset.
+For marks, the nbgrader route (``tools/nbgrader_source.py``) grades the same checks.
 """
 from __future__ import annotations
 
 import getpass
 import json
 import os
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from .checking import CORRECT, ERROR, NOT_DONE, WRONG, Verdict
+NOT_DONE, ERROR, WRONG, CORRECT = "not done", "error", "wrong", "correct"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of a check: ``status`` (``"not done"``, ``"error"``, ``"wrong"`` or ``"correct"``), the
+    ``message`` that explains it (also the verdict's text in a notebook) and the ``seed`` its cases came from."""
+
+    exercise: str
+    status: str
+    message: str
+    seed: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == CORRECT
+
+    def __repr__(self) -> str:
+        return self.message
+
+    __str__ = __repr__
+
+    def _ipython_display_(self) -> None:
+        """The message on stdout when correct, on stderr otherwise (what nbgrader reads as a failed test)."""
+        print(self.message, file=sys.stdout if self.passed else sys.stderr)
+
 
 ENV = "AFL_VERDICTS"
 #: a student's standing on an exercise is their best attempt: correct over wrong over error over not done
@@ -37,7 +66,7 @@ def record(verdict: Verdict, path: str | os.PathLike | None = None) -> Path | No
     if not path:
         return None
     line = {"exercise": verdict.exercise, "status": verdict.status, "passed": verdict.passed, "user": student(),
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "cases": verdict.seed, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
@@ -52,13 +81,19 @@ def read(paths: Iterable[str | os.PathLike]) -> list[dict]:
         if not Path(path).is_file():
             raise ValueError(f"FILE={str(path)!r} is not a file; expected a verdict file (JSON lines) that "
                              f"${ENV} pointed to")
-        for number, text in enumerate(Path(path).read_text().splitlines(), 1):
+        try:
+            texts = Path(path).read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise ValueError(f"FILE={str(path)!r} is not text; expected a verdict file (JSON lines) that ${ENV} "
+                             "pointed to") from None
+        for number, text in enumerate(texts, 1):
             if not text.strip():
                 continue
             try:
                 line = json.loads(text)
-                ok = isinstance(line, dict) and line.get("status") in RANK and all(
-                    isinstance(line.get(k), str) for k in ("exercise", "user"))
+                ok = isinstance(line, dict) and all(isinstance(line.get(k), str) for k in ("exercise", "user",
+                                                                                           "status"))
+                ok = ok and line["status"] in RANK
             except json.JSONDecodeError:
                 ok = False
             if not ok:
@@ -92,3 +127,7 @@ def markdown(table: dict[str, dict[str, tuple[str, int]]]) -> str:
         passed = sum(1 for e in exercises if e in row and row[e][0] == CORRECT)
         rows.append(f"| {user} | " + " | ".join(cells) + f" | {passed}/{len(exercises)} |")
     return "\n".join(rows) + "\n"
+
+
+__all__ = ["Verdict", "NOT_DONE", "ERROR", "WRONG", "CORRECT", "RANK", "ENV", "student", "record", "read", "tally",
+           "markdown"]
