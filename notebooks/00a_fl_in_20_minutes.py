@@ -132,11 +132,15 @@ ax.legend(fontsize=8, loc="lower left")
 plt.show()
 
 # %% [markdown]
-# **Answer.** With `K = 1` it walks to `x*`. With `K = 5` and `K = 20` it walks faster (more progress per round:
+# <details><summary><b>Answer</b> (predict first, then open)</summary>
+#
+# With `K = 1` it walks to `x*`. With `K = 5` and `K = 20` it walks faster (more progress per round:
 # that is why FedAvg takes local steps), but it **settles beside `x*`**, and the farther the more local steps. The
 # X marks are computed, not simulated: on a quadratic, `K` steps of client i from `x` land exactly at
 # `cᵢ + Mᵢᴷ (x − cᵢ)` with `Mᵢ = I − lr·Aᵢ`, so FedAvg's fixed point solves `x = meanᵢ [cᵢ + Mᵢᴷ (x − cᵢ)]`
 # (`afl.toy.fedavg_fixed_point`), and the simulated rounds end on it.
+#
+# </details>
 
 # %% [markdown]
 # ## 3. Client drift: why the fixed point moves
@@ -167,10 +171,14 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Answer.** No: with equal curvatures the green line stays at zero for every `K`. Different minimisers alone do
+# <details><summary><b>Answer</b> (predict first, then open)</summary>
+#
+# No: with equal curvatures the green line stays at zero for every `K`. Different minimisers alone do
 # not bias FedAvg on quadratics; what biases it is clients whose losses have different *shapes*, so that `K` local
 # steps move them by different amounts. In deep learning every client's loss has its own shape, so drift is the
 # rule; and it grows with `K` until it reaches the dotted line, the plain mean of the clients' own solutions.
+#
+# </details>
 
 # %% [markdown]
 # ## 4. Rounds against accuracy: the trade-off

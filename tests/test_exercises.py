@@ -395,6 +395,19 @@ def test_every_route_to_afls_answer_is_refused(answer, name, says):
         verdict.message
 
 
+def test_hints_are_progressive_the_idea_first_the_formula_after_repeated_failure(monkeypatch):
+    from afl.exercises import checking
+    monkeypatch.setattr(checking, "_WRONG_SO_FAR", {})
+    check = CHECKS["check_server_average"]
+
+    def odd(w_prev, uploads):                                        # wrong, and no listed mistake
+        return 0.3 * w_prev + uploads.sum(0)
+    messages = [check(odd).message for _ in range(checking.HINT_AFTER + 1)]
+    assert all(check.idea in m and check.hint not in m for m in messages[:-1])
+    assert check.hint in messages[-1] and check.idea not in messages[-1]
+    assert "divide by s + 1" in check(average_by_s).message          # a listed mistake: its own hint at once
+
+
 def test_a_right_answer_in_the_wrong_shape_is_told_it_is_the_shape():
     def boxed(n, s, tau):
         return np.array([SOLUTIONS["check_unseen_fraction"](n, s, tau)])

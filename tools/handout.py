@@ -32,10 +32,12 @@ notebooks train on MNIST: `afl data download mnist` fetches it and checks its MD
 folder that holds it).
 
 **How an exercise works.** Each marked cell holds a function whose body is `raise NotImplementedError`: replace it
-with your code, run the cell, then run the check below it. The check runs your function on fresh random cases and
-answers in words: *not done yet*, the error your function raised, *not yet right* (the case, what was expected,
-what came back, and a hint), or *correct*. It wants your own code: an answer that calls afl's implementation of
-the same thing is refused. Cells after an unfinished exercise still run, with afl's answer, and say so.
+with your code, run the cell, then run the check below it. The check runs your function on the exercise's cases
+(its boundaries, then random ones fixed for the assignment) and answers in words: *not done yet*, the error your
+function raised, *not yet right* (the case, what was expected, what came back, and a hint: first where to look,
+after a few tries the formula), or *correct*. It wants your own code: an answer that uses afl's implementation of
+the same thing is refused. Cells after an unfinished exercise still run, with afl's answer, and say so. Questions
+marked **Predict** or **Derive** are answered in the cell below them, in words; your teacher reads them.
 """
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 EXERCISES = Path(__file__).resolve().parent.parent / "notebooks" / "exercises"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 ANSWER = "# **Answer.**"
-BLANK_ANSWER = "# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*"
+BLANK_ANSWER = "# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*"
 NEW_PART = re.compile(r"^# (#+ |\*\*Predict)")       # a heading or a prompt: never inside an answer's cell
 SOLUTION_LINE = re.compile(r"^(# )?\*Solution notebook\b.*$", re.M)    # in the script or in the notebook
 EXERCISE_LINE = ("*Exercise notebook: write your answers in the marked cells; `{sol}` has worked answers "

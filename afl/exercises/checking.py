@@ -30,6 +30,7 @@ divisibility, zero progress, the cap reached, a single client, no staleness), dr
 """
 from __future__ import annotations
 
+import contextvars
 import copy
 import hashlib
 import importlib
@@ -45,6 +46,12 @@ from .verdicts import CORRECT, ERROR, NOT_DONE, WRONG, Verdict, record
 
 #: the variable that fixes an assignment's cases (a teacher sets a new one for a new term)
 SEED_ENV = "AFL_CASE_SEED"
+#: wrong answers to an exercise after which its hint gives the formula instead of the idea
+HINT_AFTER = 2
+#: wrong verdicts so far in this kernel, per exercise
+_WRONG_SO_FAR: dict[str, int] = {}
+#: the wrong answers before the check being made (:meth:`Exercise.check`)
+_TRIES: contextvars.ContextVar[int] = contextvars.ContextVar("tries", default=HINT_AFTER)
 
 
 def case_seed(exercise: str) -> int:
@@ -118,7 +125,9 @@ class Unfinished(Exception):
 @dataclass(frozen=True)
 class Exercise:
     """One checked exercise: the student writes ``signature``; ``reference(**case)`` is afl's answer for each of
-    ``cases(rng)``; ``same(got, expected)`` decides agreement; ``mistakes`` name the typical wrong answers."""
+    ``cases(rng)``; ``same(got, expected)`` decides agreement; ``mistakes`` name the typical wrong answers. A wrong
+    answer that matches no mistake gets ``idea`` (where to look) on its first :data:`HINT_AFTER` tries in this
+    kernel, then ``hint`` (the formula): the hints are progressive, the verdict's status never depends on them."""
 
     name: str
     signature: str
@@ -130,11 +139,14 @@ class Exercise:
     same: Callable[[Any, Any], bool] = close
     implementations: tuple[str, ...] = ()    # "module:name" of afl's code that computes the answer
     inner: tuple[tuple[str, Callable], ...] = ()   # (name, afl's answer) of earlier exercises the answer may call
+    idea: str = ""        # the first hint: where the answer comes from, not the formula (that is ``hint``)
 
     def __call__(self, fn: Callable, seed: int | None = None) -> Verdict:
         """Check ``fn`` on the exercise's cases (``seed``: other ones; default :func:`case_seed`), and record the
         verdict where ``$AFL_VERDICTS`` says."""
-        verdict = self.check(fn, seed)
+        verdict = self.check(fn, seed, _WRONG_SO_FAR.get(self.name, 0))
+        if verdict.status == WRONG:
+            _WRONG_SO_FAR[self.name] = _WRONG_SO_FAR.get(self.name, 0) + 1
         record(verdict)
         return verdict
 
@@ -145,10 +157,15 @@ class Exercise:
     def verdict(self, status: str, message: str) -> Verdict:
         return Verdict(self.name, status, message)
 
-    def check(self, fn: Callable, seed: int | None = None) -> Verdict:
-        """The verdict on ``fn``, its cases drawn from ``seed`` (default :func:`case_seed`) and recorded in it."""
+    def check(self, fn: Callable, seed: int | None = None, tries: int = HINT_AFTER) -> Verdict:
+        """The verdict on ``fn``, its cases drawn from ``seed`` (default :func:`case_seed`) and recorded in it;
+        ``tries``: wrong answers before this one (fewer than :data:`HINT_AFTER`: the idea, not the formula)."""
         seed = case_seed(self.name) if seed is None else seed
-        verdict = self._check(fn, seed)
+        token = _TRIES.set(tries)
+        try:
+            verdict = self._check(fn, seed)
+        finally:
+            _TRIES.reset(token)
         return Verdict(verdict.exercise, verdict.status, verdict.message, seed)
 
     def _check(self, fn: Callable, seed: int) -> Verdict:
@@ -233,7 +250,8 @@ class Exercise:
         return self.wrong(case, got, expected)
 
     def wrong(self, case: dict, got, expected, extra: str = "") -> Verdict:
-        hint = next((m.hint for m in self.mistakes if self.same(got, m.answer(**copy.deepcopy(case)))), self.hint)
+        general = self.idea if self.idea and _TRIES.get() < HINT_AFTER else self.hint
+        hint = next((m.hint for m in self.mistakes if self.same(got, m.answer(**copy.deepcopy(case)))), general)
         a, b = as_array(got), as_array(expected)
         if a is not None and b is not None and a.shape != b.shape and a.size == b.size and self.same(
                 a.reshape(b.shape), expected):

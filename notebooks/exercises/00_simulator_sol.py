@@ -26,11 +26,11 @@
 # **Glossary.** `E_i`: the steps client i *could* finish before the server's request (a random count). `K`: the cap
 # on local steps; a client that reaches it waits, so it sends `E_i ∧ K = min(E_i, K)` steps. `Δ` (`interval`): the
 # server clock's period. `s` of `n` clients are contacted at each tick. Step times are exponential of mean `mean`
-# (2 for fast clients, 8 for slow ones in FAVAS and QuAFL), so in a window of length `T`, `E ~ Poisson(T / mean)`.
+# (2 for fast clients, 8 for slow ones in FAVAS and QuAFL).
 #
 # How to work: write your code where a cell says `# your code here` (replace the `raise NotImplementedError`), run
-# the cell, then run the check below it. A check answers in words; run it as often as you like (it draws fresh cases
-# each time).
+# the cell, then run the check below it. A check answers in words; run it as often as you like (its cases are fixed
+# for the assignment; a wrong answer first gets a hint about the idea, the formula only after a few tries).
 
 # %%
 try:                                        # without afl: how to get it, instead of an ImportError
@@ -53,16 +53,18 @@ from afl.sim import Exponential, simulate_async_schedule, two_speed
 # ## 1. A fixed window
 #
 # A client restarts at time 0 and runs exponential steps of mean `mean`. The server asks at time `window`. Write
-# `expected_steps(mean, window, K)` = `E[min(E, K)]` with `E ~ Poisson(window / mean)`. The `math` module is all
-# you need (`math.exp`, `math.factorial`; SciPy is not installed): `E ∧ K` takes the values `0, …, K`, and `K` with
-# probability `P(E ≥ K) = 1 − P(E < K)`.
+# `expected_steps(mean, window, K)` = `E[min(E, K)]`, where `E` is the number of steps finished by `window`. First
+# work out the law of `E` (exponential gaps between steps: which counting process is that?). The `math` module is
+# all you need (SciPy is not installed): `E ∧ K` takes the values `0, …, K`.
+#
+# **Derive:** why is `E[E ∧ K] = Σ_{k=1..K} P(E ≥ k)`? Show it from `E ∧ K = Σ_{k=1..K} 1(E ≥ k)`.
 #
 # **Predict before you write:** a fast client (mean 2) with `window = 10` and `K = 20`: is `E[E ∧ K]` closer to 5
 # or to 20? And with `K = 3`?
 
 # %%
 def expected_steps(mean, window, K):
-    """E[min(E, K)] for E ~ Poisson(window / mean)."""
+    """E[min(E, K)]: the steps, at most K, a client with exponential steps of mean `mean` finishes in `window`."""
     # your code here
     ### BEGIN SOLUTION
     lam = window / mean
@@ -78,6 +80,12 @@ check_expected_steps(expected_steps)
 # **Answer.** With `K = 20` the cap almost never binds (`P(Poisson(5) ≥ 20)` is about 10⁻⁷), so `E[E ∧ K] ≈ 5`.
 # With `K = 3` most windows hit the cap (`P(E ≥ 3) ≈ 0.88`): `E[E ∧ 3] ≈ 2.8`, far below `E[E] = 5`.
 
+# %% [markdown]
+# **Answer.** (Derive.) Exponential gaps of mean `mean` are a Poisson process of rate `1/mean`, so the count in
+# `[0, window]` is `E ~ Poisson(window / mean)`. For any count, `E ∧ K = Σ_{k=1..K} 1(E ≥ k)` (one for each of the
+# first `K` steps that was finished); the expectation of an indicator is its probability, so
+# `E[E ∧ K] = Σ_{k=1..K} P(E ≥ k)`, with `P(E ≥ k) = 1 − Σ_{j<k} P(E = j)`.
+
 # %%
 steps = mine_or_reference(expected_steps, check_expected_steps)
 for K in (20, 3):
@@ -88,17 +96,19 @@ for K in (20, 3):
 #
 # FAVAS's server contacts `s` of the `n` clients, uniformly, every `interval`. A client restarts when it is
 # contacted, so the window between two of its contacts is `G × interval`, with `G` the number of ticks until it is
-# drawn again: `G ~ Geometric(p)`, `p = s / n`, `P(G = g) = p (1 − p)^(g − 1)`. Write
-# `contact_steps(mean, K, n, s, interval)` = `E[E ∧ K]` at a contact (you may call `expected_steps`). The sum over
-# `g` is infinite: the check draws `p` as small as `1/50`, so a fixed number of terms is not enough; stop when the
-# probability left, `(1 − p)^g`, is negligible.
+# drawn again. Work out the law of `G` (at each tick the client is one of the `s` drawn out of `n`, independently of
+# the other ticks), then write `contact_steps(mean, K, n, s, interval)` = `E[E ∧ K]` at a contact (you may call
+# `expected_steps`). The sum over `g` is infinite: the check uses `s / n` as small as `1/50`, so a fixed number of
+# terms is not enough; stop when the probability left is negligible.
 #
 # **Predict before you write:** is the answer larger or smaller than `expected_steps(mean, interval * n / s, K)`,
 # the fixed window of the same mean length?
+#
+# **Derive:** the law of `G`, and its mean.
 
 # %%
 def contact_steps(mean, K, n, s, interval):
-    """E[E ∧ K] at a contact: the fixed-window answer averaged over G ~ Geometric(s / n)."""
+    """E[E ∧ K] at a contact of FAVAS's server clock (s of n clients every `interval`)."""
     # your code here
     ### BEGIN SOLUTION
     p, total, mass, g = s / n, 0.0, 0.0, 1
@@ -116,6 +126,12 @@ check_contact_steps(contact_steps)
 # %% [markdown]
 # **Answer.** Smaller: `min(·, K)` is concave in the window, so averaging over random windows gives less than the
 # window of average length (Jensen). Long windows are wasted at the cap, short ones are not made up for.
+
+# %% [markdown]
+# **Answer.** (Derive.) At each tick the client is drawn with probability `p = s / n` (`s` of `n`, uniformly),
+# independently of other ticks; `G = g` means `g − 1` ticks without it, then one with it:
+# `P(G = g) = p (1 − p)^(g − 1)`, a geometric law of mean `1/p = n / s` ticks, so the mean window is
+# `interval · n / s`.
 
 # %% [markdown]
 # ## 3. Check it against the simulator

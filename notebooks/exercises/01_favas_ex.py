@@ -23,9 +23,8 @@
 # **Before:** exercise 00 and notebook `01_favas` (section 1). **Time:** 40 minutes.
 #
 # **Glossary.** `E_i`: the local steps client i could finish before the server's request; it sends `E_i ∧ K`.
-# `pmf[e] = P(E = e)`. `α_i`: its reweighting, `E[E ∧ K]` (deterministic) or `P(E > 0) (e ∧ K)` for the observed
-# `e` (stochastic). `w_init`: the model the client started from; `w`: its model now. `s`: clients contacted per
-# server step; `K`: the cap on local steps.
+# `pmf[e] = P(E = e)`. `α_i`: its reweighting (eq. (1); deterministic or stochastic, Sec. 4). `w_init`: the model
+# the client started from; `w`: its model now. `s`: clients contacted per server step; `K`: the cap on local steps.
 #
 # Write your code where a cell says `# your code here` (replace the `raise NotImplementedError`), run the cell, then
 # its check.
@@ -51,11 +50,16 @@ from afl.sim import Exponential, contact_steps_pmf
 # %% [markdown]
 # ## 1. The reweighting α (eq. (1))
 #
-# Write `alpha(pmf, K, mode, e=None)`. The pmf may reach past `K`: a client stops at `K`.
+# Write `alpha(pmf, K, mode, e=None)`: FAVAS's reweighting in its two modes (read eq. (1) and Sec. 4 of the paper:
+# the deterministic α uses only the law of `E`, the stochastic one also the count `e` this upload observed). The pmf
+# may reach past `K`: a client stops at `K`.
+#
+# **Derive:** show that with the deterministic α every client's upload carries, in expectation, the same progress
+# (in local steps), whatever its speed.
 
 # %%
 def alpha(pmf, K, mode, e=None):
-    """FAVAS eq. (1): E[E ∧ K] (mode "deterministic") or P(E > 0) (e ∧ K) (mode "stochastic")."""
+    """FAVAS's reweighting alpha (eq. (1), Sec. 4), mode "deterministic" or "stochastic"."""
     # your code here
     raise NotImplementedError
 
@@ -64,10 +68,13 @@ def alpha(pmf, K, mode, e=None):
 check_alpha(alpha)
 
 # %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
+
+# %% [markdown]
 # ## 2. The upload (Algorithm 1, line 24)
 #
-# A contacted client sends `w_init + (w − w_init) / α`: its progress, reweighted. A client with `α = 0` (no step
-# done, stochastic mode) has nothing to send: it sends `w_init`.
+# A contacted client sends its model with its progress reweighted by `α` (Algorithm 1, line 24). Which part of
+# `w` is progress? What does a client with `α = 0` (no step done, stochastic mode) send?
 
 # %%
 def unbiased_upload(w_init, w, alpha):
@@ -80,6 +87,9 @@ def unbiased_upload(w_init, w, alpha):
 check_unbiased_upload(unbiased_upload)
 
 # %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
+
+# %% [markdown]
 # ## 3. The server average (Sec. 4)
 #
 # `uploads` holds the `s` uploads, one per row. **Predict before you write:** the server's own model is in the
@@ -87,7 +97,7 @@ check_unbiased_upload(unbiased_upload)
 
 # %%
 def server_average(w_prev, uploads):
-    """w_t = (w_{t-1} + sum of the s uploads) / (s + 1)."""
+    """The server's new model from its previous one and the s uploads (FAVAS Sec. 4)."""
     # your code here
     raise NotImplementedError
 
@@ -96,7 +106,7 @@ def server_average(w_prev, uploads):
 check_server_average(server_average)
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## 4. The unbiasedness check
@@ -131,7 +141,7 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## 5. Each ingredient in accuracy: the ablation
@@ -164,7 +174,7 @@ if result is not None:
     plt.show()
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## Going further

@@ -48,19 +48,25 @@ from afl.repro import committed
 # %% [markdown]
 # ## 1. The momentum term (eq. (7))
 #
-# At every local step of round t a GHBM client moves along `β/(τJ) (θ^{t−1} − θ^{t−τ−1})` besides its gradient
-# step: the average of the server's last `τ` steps, spread over the `J` local steps. `past` is the list
-# `[θ^{t−τ−1}, …, θ^{t−1}]`, oldest first (so `τ = len(past) − 1`).
+# At every local step of round t a GHBM client adds a momentum term to its gradient step (the paper's eq. (7)): the
+# server's average step over its last `τ` rounds, scaled by `β` and spread over the `J` local steps of the round.
+# `past` is the list `[θ^{t−τ−1}, …, θ^{t−1}]` of the server's last `τ + 1` models, oldest first.
+#
+# **Derive:** the server's last `τ` steps are `θ^{t−k} − θ^{t−k−1}`, `k = 1..τ`. What does their sum telescope to,
+# and so what is their average, from `past` alone?
 
 # %%
 def ghbm_momentum(past, beta, J):
-    """What eq. (7) adds at each local step: beta / (tau J) (theta^{t-1} - theta^{t-tau-1})."""
+    """What GHBM's eq. (7) adds at each local step, from the server's last tau + 1 models."""
     # your code here
     raise NotImplementedError
 
 
 # %%
 check_ghbm_momentum(ghbm_momentum)
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # **Predict before you run:** the server moved by the same vector `v` in each of its last 10 rounds. With
@@ -73,7 +79,7 @@ past = [k * v for k in range(11)]                 # theta^{t-11} ... theta^{t-1}
 print("one local step:", momentum(past, 0.9, 8), "  a round of J = 8 steps:", 8 * momentum(past, 0.9, 8))
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## 2. What a window of τ rounds has not seen (Lemma 4.4)
@@ -82,18 +88,21 @@ print("one local step:", momentum(past, 0.9, 8), "  a round of J = 8 steps:", 8 
 # `8 E[(U/n)²] (G² + ‖∇f‖²)`. Write `unseen_fraction(n, s, tau)` = `E[(U/n)²]` when each round draws `s` of the `n`
 # clients uniformly (without replacement within a round, independently across rounds).
 #
-# Hint: write `U` as a sum of indicators, one per client; `E[U²]` needs the probability that *two* given clients are
-# both unseen.
+# **Derive:** write `U` as a sum of indicators, one per client, and expand `E[U²]`: which two probabilities does it
+# need, and what are they under this sampling?
 
 # %%
 def unseen_fraction(n, s, tau):
-    """E[((n - |S_tau|) / n)^2] under uniform sampling."""
+    """E[(U/n)^2], U the clients never drawn in tau rounds of s of n (GHBM Lemma 4.4)."""
     # your code here
     raise NotImplementedError
 
 
 # %%
 check_unseen_fraction(unseen_fraction)
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## 3. How many rounds does uniform sampling need?
@@ -105,7 +114,7 @@ check_unseen_fraction(unseen_fraction)
 
 # %%
 def smallest_tau(n, s, eps):
-    """The fewest rounds tau with E[(U/n)^2] <= eps under uniform sampling."""
+    """The fewest rounds tau at which unseen_fraction(n, s, tau) <= eps."""
     # your code here
     raise NotImplementedError
 
@@ -134,7 +143,7 @@ ax.legend(fontsize=8, loc="lower left")
 plt.show()
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## 4. The best τ in practice
@@ -161,7 +170,7 @@ if result is not None:
     print("command:", result["command"])
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## Going further

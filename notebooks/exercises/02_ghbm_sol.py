@@ -48,13 +48,16 @@ from afl.repro import committed
 # %% [markdown]
 # ## 1. The momentum term (eq. (7))
 #
-# At every local step of round t a GHBM client moves along `β/(τJ) (θ^{t−1} − θ^{t−τ−1})` besides its gradient
-# step: the average of the server's last `τ` steps, spread over the `J` local steps. `past` is the list
-# `[θ^{t−τ−1}, …, θ^{t−1}]`, oldest first (so `τ = len(past) − 1`).
+# At every local step of round t a GHBM client adds a momentum term to its gradient step (the paper's eq. (7)): the
+# server's average step over its last `τ` rounds, scaled by `β` and spread over the `J` local steps of the round.
+# `past` is the list `[θ^{t−τ−1}, …, θ^{t−1}]` of the server's last `τ + 1` models, oldest first.
+#
+# **Derive:** the server's last `τ` steps are `θ^{t−k} − θ^{t−k−1}`, `k = 1..τ`. What does their sum telescope to,
+# and so what is their average, from `past` alone?
 
 # %%
 def ghbm_momentum(past, beta, J):
-    """What eq. (7) adds at each local step: beta / (tau J) (theta^{t-1} - theta^{t-tau-1})."""
+    """What GHBM's eq. (7) adds at each local step, from the server's last tau + 1 models."""
     # your code here
     ### BEGIN SOLUTION
     tau = len(past) - 1
@@ -64,6 +67,11 @@ def ghbm_momentum(past, beta, J):
 
 # %%
 check_ghbm_momentum(ghbm_momentum)
+
+# %% [markdown]
+# **Answer.** (Derive.) `Σ_{k=1..τ} (θ^{t−k} − θ^{t−k−1}) = θ^{t−1} − θ^{t−τ−1}`: every model in between cancels,
+# so the average step is `(past[-1] − past[0]) / τ` with `τ = len(past) − 1`; times `β` and spread over `J` steps,
+# `β/(τJ) (past[-1] − past[0])`. Only the oldest and newest models are needed.
 
 # %% [markdown]
 # **Predict before you run:** the server moved by the same vector `v` in each of its last 10 rounds. With
@@ -86,12 +94,12 @@ print("one local step:", momentum(past, 0.9, 8), "  a round of J = 8 steps:", 8 
 # `8 E[(U/n)²] (G² + ‖∇f‖²)`. Write `unseen_fraction(n, s, tau)` = `E[(U/n)²]` when each round draws `s` of the `n`
 # clients uniformly (without replacement within a round, independently across rounds).
 #
-# Hint: write `U` as a sum of indicators, one per client; `E[U²]` needs the probability that *two* given clients are
-# both unseen.
+# **Derive:** write `U` as a sum of indicators, one per client, and expand `E[U²]`: which two probabilities does it
+# need, and what are they under this sampling?
 
 # %%
 def unseen_fraction(n, s, tau):
-    """E[((n - |S_tau|) / n)^2] under uniform sampling."""
+    """E[(U/n)^2], U the clients never drawn in tau rounds of s of n (GHBM Lemma 4.4)."""
     # your code here
     ### BEGIN SOLUTION
     p1 = ((n - s) / n) ** tau                                   # one given client never drawn
@@ -104,6 +112,12 @@ def unseen_fraction(n, s, tau):
 check_unseen_fraction(unseen_fraction)
 
 # %% [markdown]
+# **Answer.** (Derive.) `U = Σ_i 1(i unseen)`, so `U² = Σ_i 1(i unseen) + Σ_{i≠j} 1(i and j unseen)` and
+# `E[U²] = n p₁ + n(n − 1) p₂`. A given client is missed by one round with probability `(n − s)/n` and the rounds
+# are independent: `p₁ = ((n − s)/n)^τ`; two given clients are both missed by a round with probability
+# `(n − s)(n − s − 1) / (n(n − 1))` (without replacement): `p₂` is that to the power `τ`. Divide by `n²`.
+
+# %% [markdown]
 # ## 3. How many rounds does uniform sampling need?
 #
 # Cyclic sampling (Assumption 4.3) sees everybody in `1/C = n/s` rounds, and the factor is then 0. Uniform sampling
@@ -113,7 +127,7 @@ check_unseen_fraction(unseen_fraction)
 
 # %%
 def smallest_tau(n, s, eps):
-    """The fewest rounds tau with E[(U/n)^2] <= eps under uniform sampling."""
+    """The fewest rounds tau at which unseen_fraction(n, s, tau) <= eps."""
     # your code here
     ### BEGIN SOLUTION
     tau = 1

@@ -51,12 +51,16 @@ from afl.exercises import (check_buffered_step, check_hidden_state, check_qsgd, 
 # %% [markdown]
 # ## 1. The buffered server step
 #
-# Once `Z` updates are in, FedBuff steps `w ← w − η_g (1/Z) Σ_j s(τ_j) Δ_j` with `s(τ) = 1/√(1 + τ)`. `deltas` holds
-# one update per row, `staleness` the `τ_j`.
+# Once `Z` updates are in, FedBuff takes one server step of rate `η_g` (`server_lr`) from them, each update weighed
+# by a function `s(τ)` of its staleness (Nguyen et al. 2022, Alg. 1; the weight the QAFeL paper's Fig. 3 uses: find
+# it). `deltas` holds one update `Δ_j = start − end` per row, `staleness` the `τ_j`.
+#
+# **Derive:** the server step should not grow with the buffer's size. Should the weighted sum be divided by `Z` or
+# by the sum of the weights `Σ s(τ_j)`? Say what each choice does to a buffer of very stale updates.
 
 # %%
 def buffered_step(w, deltas, staleness, server_lr):
-    """FedBuff's server step with staleness weights 1/sqrt(1 + tau)."""
+    """FedBuff's server step from a buffer of updates and their staleness (Nguyen et al. 2022)."""
     # your code here
     raise NotImplementedError
 
@@ -65,19 +69,23 @@ def buffered_step(w, deltas, staleness, server_lr):
 check_buffered_step(buffered_step)
 
 # %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
+
+# %% [markdown]
 # ## 2. QSGD, the quantizer of QAFeL's theory
 #
-# Send `x` (a vector) with `bits` bits per coordinate: scale `‖x‖₂`, and for each coordinate the signed level
-# `sign(x_i) ξ_i`, with `ξ_i` = `|x_i| s / ‖x‖₂` rounded **up with probability equal to its fractional part** and
-# down otherwise. Here `s = 2^(bits − 1) − 1` is the number of levels (one bit carries the sign), not the `s`
-# clients per step of FAVAS. Return what the receiver rebuilds, `‖x‖₂ / s · sign(x_i) ξ_i`. Draw the random numbers
-# with `torch.rand(..., generator=generator)`.
+# Send `x` (a vector) with `bits` bits per coordinate as QSGD does (the QAFeL paper's Example B.1): a scale `‖x‖₂`,
+# and for each coordinate a signed level out of `s = 2^(bits − 1) − 1` (one bit carries the sign; not the `s`
+# clients per step of FAVAS), reached by rounding `|x_i| s / ‖x‖₂` at random between its two neighbouring levels.
+# Return what the receiver rebuilds. Draw the random numbers with `torch.rand(..., generator=generator)`.
+#
+# **Derive:** with which probability must `|x_i| s / ‖x‖₂` round up, so that `E[Q(x)] = x`?
 #
 # **Predict before you write:** why not round to the nearest level, which errs less?
 
 # %%
 def qsgd(x, bits, generator):
-    """One QSGD message of x, decoded: unbiased, on the levels k ||x|| / s, |k| <= s = 2^(bits-1) - 1."""
+    """One QSGD message of x with `bits` bits per coordinate, decoded (QAFeL Example B.1)."""
     # your code here
     raise NotImplementedError
 
@@ -86,13 +94,19 @@ def qsgd(x, bits, generator):
 check_qsgd(qsgd)
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## 3. Exact bits
 #
-# A message is `d` codes of `bits` bits, plus one float32 scale per bucket of `bucket` coordinates (one for the
-# whole vector when `bucket` is None). Write `qsgd_bits(d, bits, bucket)`.
+# What must the receiver get to rebuild a message of `d` coordinates, quantized in buckets of `bucket` coordinates
+# each with its own float32 scale (one bucket for the whole vector when `bucket` is None)? Write
+# `qsgd_bits(d, bits, bucket)`, the message's exact size in bits.
+#
+# **Derive:** how many buckets, for every `d` and `bucket` (the last one may be shorter, or not)?
 
 # %%
 def qsgd_bits(d, bits, bucket):
@@ -103,6 +117,9 @@ def qsgd_bits(d, bits, bucket):
 
 # %%
 check_qsgd_bits(qsgd_bits)
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %%
 count = mine_or_reference(qsgd_bits, check_qsgd_bits)
@@ -116,6 +133,9 @@ for bits in (8, 4, 2):
 #
 # QAFeL's server does not broadcast its model `x`: it broadcasts `q = Q(x − x̂)`, the change since the shared
 # hidden state, and both sides set `x̂ ← x̂ + q`. Write `hidden_update(hidden, w_new, quantize)`.
+#
+# **Derive:** after one broadcast, how far is the new hidden state from the server's model, in terms of the
+# quantizer's error? Why does that error not pile up from one broadcast to the next?
 
 # %%
 def hidden_update(hidden, w_new, quantize):
@@ -126,6 +146,9 @@ def hidden_update(hidden, w_new, quantize):
 
 # %%
 check_hidden_state(hidden_update)
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # **Predict before you run:** a server model drifts slowly (a small step each round, plus noise) for 200 rounds and
@@ -170,7 +193,7 @@ print(f"after {rounds} steps: hidden state {errors['hidden state'][-1]:.4f}, "
       f"model quantized itself {errors['model quantized itself (ablation)'][-1]:.4f} (relative errors)")
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## Going further

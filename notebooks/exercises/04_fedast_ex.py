@@ -63,7 +63,7 @@ def realloc(R, sigma2, eta_s, eta_c, tau):
 check_realloc(realloc)
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # **Predict before you run:** three tasks share `R = 192` requests. A: an easy task (`σ² = 0.2`) with `τ = 27`
@@ -86,7 +86,7 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## 2. Why not wait for everybody?
@@ -95,8 +95,8 @@ plt.show()
 # `b` arrivals (each finished request is replaced at once); a synchronous round waits for all `R`. Write
 # `round_times(b, R, lam)` returning both expected times, `(buffered, synchronous)`.
 #
-# Hint: the minimum of `R` exponentials of rate `λ` is exponential of rate `Rλ`; the maximum is a sum of `R` such
-# minima of decreasing rates.
+# **Derive:** the law of the first of `R` exponential clocks of rate `λ`, and why the last of `R` takes a sum of
+# such waits of decreasing rates.
 
 # %%
 def round_times(b, R, lam):
@@ -107,6 +107,9 @@ def round_times(b, R, lam):
 
 # %%
 check_round_times(round_times)
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # **Predict before you run:** with `R = 100` clients of mean time 1 (`λ = 1`), how much longer is a synchronous
@@ -135,7 +138,7 @@ plt.show()
 print(f"R = 100: synchronous {times(b, 100, lam)[1]:.2f}, buffered {times(b, 100, lam)[0]:.2f} time units")
 
 # %% [markdown]
-# **Your answer.** *(Write it here before you run on; the solution notebook has ours.)*
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
 
 # %% [markdown]
 # ## Going further

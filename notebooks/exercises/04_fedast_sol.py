@@ -104,8 +104,8 @@ plt.show()
 # `b` arrivals (each finished request is replaced at once); a synchronous round waits for all `R`. Write
 # `round_times(b, R, lam)` returning both expected times, `(buffered, synchronous)`.
 #
-# Hint: the minimum of `R` exponentials of rate `λ` is exponential of rate `Rλ`; the maximum is a sum of `R` such
-# minima of decreasing rates.
+# **Derive:** the law of the first of `R` exponential clocks of rate `λ`, and why the last of `R` takes a sum of
+# such waits of decreasing rates.
 
 # %%
 def round_times(b, R, lam):
@@ -119,6 +119,12 @@ def round_times(b, R, lam):
 
 # %%
 check_round_times(round_times)
+
+# %% [markdown]
+# **Answer.** (Derive.) `P(min > t) = P(all R > t) = e^{−Rλt}`: the first of `R` finishes after an exponential time
+# of rate `Rλ`, mean `1/(Rλ)`; with each finished request replaced at once, the `b` arrivals of a buffer take
+# `b/(Rλ)`. Without replacement, after the first finishes `R − 1` are left (memoryless), so the slowest of `R` takes
+# `1/(Rλ) + 1/((R−1)λ) + … + 1/λ = H_R / λ`, about `ln(R)/λ`.
 
 # %% [markdown]
 # **Predict before you run:** with `R = 100` clients of mean time 1 (`λ = 1`), how much longer is a synchronous
