@@ -259,6 +259,28 @@ panel(show, controls, rows=[list(controls)[:3], list(controls)[3:]])
 # with real local SGD inside the bars.
 
 # %% [markdown]
+# ## Check yourself
+#
+# A few questions on this notebook. Fill `answers` (a letter for a multiple choice, else a number) and run the
+# check: it says why where an answer is off, and records the verdict like the exercises' checks.
+
+# %%
+from afl.exercises import QUIZZES
+
+quiz = QUIZZES["knowledge_00"]
+quiz.show()
+
+# %%
+answers = quiz.blank()            # e.g. answers["q1"] = "a"
+quiz(answers)
+
+# %% [markdown]
+# > **What to remember.**
+# > - A client's steps in a window are a count with a law (Poisson for exponential steps); what it sends is capped at `K`: `E[E ∧ K]`.
+# > - Under a server clock that contacts `s` of `n`, the wait between contacts is geometric: random windows, and `min(·, K)` makes their average smaller than the average window's.
+# > - Fast clients' uploads carry more steps: an unweighted average leans towards them.
+
+# %% [markdown]
 # ## References
 #
 # - L. Leconte, V. M. Nguyen, E. Moulines. *FAVAS: Federated AVeraging with ASynchronous clients.*

@@ -242,6 +242,28 @@ knobs = {"K": widgets.IntSlider(value=20, min=1, max=100, description="K", conti
 panel(explore, knobs, rows=[list(knobs)[:3], list(knobs)[3:]])
 
 # %% [markdown]
+# ## Check yourself
+#
+# A few questions on this notebook. Fill `answers` (a letter for a multiple choice, else a number) and run the
+# check: it says why where an answer is off, and records the verdict like the exercises' checks.
+
+# %%
+from afl.exercises import QUIZZES
+
+quiz = QUIZZES["knowledge_00a"]
+quiz.show()
+
+# %%
+answers = quiz.blank()            # e.g. answers["q1"] = "a"
+quiz(answers)
+
+# %% [markdown]
+# > **What to remember.**
+# > - FedAvg with `K` local steps settles at a fixed point beside `x*`: client drift, set by how differently the clients' losses are shaped.
+# > - More local steps buy progress per round (fewer messages) and pay with a floor that grows with `K`.
+# > - Drift is not about different minimisers alone: equal curvatures do not drift.
+
+# %% [markdown]
 # ## Where this goes
 #
 # Everything here was synchronous: the server waited for every client of the round. Real clients differ in speed

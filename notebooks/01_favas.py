@@ -553,7 +553,24 @@ for data in theory.values():
 #   it collapses to chance. Our paper-scale numbers (section 4) are measured; the paper's are shown as a reference.
 #   Where the paper leaves a setting out (server clock, baselines' details), we took the public QuAFL code's
 #   choices (see `afl.repro.favas`).
+
+# %% [markdown]
+# ## Check yourself
 #
+# A few questions on this notebook. Fill `answers` (a letter for a multiple choice, else a number) and run the
+# check: it says why where an answer is off, and records the verdict like the exercises' checks.
+
+# %%
+from afl.exercises import QUIZZES
+
+quiz = QUIZZES["knowledge_01"]
+quiz.show()
+
+# %%
+answers = quiz.blank()            # e.g. answers["q1"] = "a"
+quiz(answers)
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. In the knobs panel set the fast fraction to 0.1 (≈ 1/9, the paper's Fig. 2) and compare FedBuff with FAVAS.

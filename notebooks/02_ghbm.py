@@ -394,6 +394,28 @@ panel(show_rates, rate_knobs)
 # (The FedAvg rates shown assume bounded heterogeneity inside their constants.)
 
 # %% [markdown]
+# ## Check yourself
+#
+# A few questions on this notebook. Fill `answers` (a letter for a multiple choice, else a number) and run the
+# check: it says why where an answer is off, and records the verdict like the exercises' checks.
+
+# %%
+from afl.exercises import QUIZZES
+
+quiz = QUIZZES["knowledge_02"]
+quiz.show()
+
+# %%
+answers = quiz.blank()            # e.g. answers["q1"] = "a"
+quiz(answers)
+
+# %% [markdown]
+# > **What to remember.**
+# > - GHBM's momentum averages the server's last `τ` steps; `τ = 1` is FedCM's, and a window of about `1/C` rounds sees every client.
+# > - Lemma 4.4's factor `E[(U/n)²]` is what a window has not seen; uniform sampling needs more rounds than cyclic.
+# > - FedHBM and LocalGHBM get the same effect without extra downloads, from each client's own anchor.
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. In section 1, set `τ = 4` with two clients per round. Why does GHBM as analysed stop short of FedCM with

@@ -360,6 +360,28 @@ panel(show_orders, controls, rows=[list(controls)[:2], list(controls)[2:]])
 # it (its argument `K` is the buffer, as in the paper).
 
 # %% [markdown]
+# ## Check yourself
+#
+# A few questions on this notebook. Fill `answers` (a letter for a multiple choice, else a number) and run the
+# check: it says why where an answer is off, and records the verdict like the exercises' checks.
+
+# %%
+from afl.exercises import QUIZZES
+
+quiz = QUIZZES["knowledge_03"]
+quiz.show()
+
+# %%
+answers = quiz.blank()            # e.g. answers["q1"] = "a"
+quiz(answers)
+
+# %% [markdown]
+# > **What to remember.**
+# > - QAFeL quantizes both directions; the server broadcasts the quantized change against a hidden state both sides share, so errors are corrected, not accumulated.
+# > - Unbiased (stochastic) rounding is what lets quantization errors average out over a buffer.
+# > - Exact message sizes are counted, not estimated: codes plus scales.
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. In section 2, which quantizers have a Definition 2.1 `δ` at 2 bits per coordinate? Compute `delta(d)` of

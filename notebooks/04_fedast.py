@@ -303,6 +303,28 @@ controls = {"R": widgets.IntSlider(value=96, min=8, max=512, step=8, description
 panel(terms, controls)
 
 # %% [markdown]
+# ## Check yourself
+#
+# A few questions on this notebook. Fill `answers` (a letter for a multiple choice, else a number) and run the
+# check: it says why where an answer is off, and records the verdict like the exercises' checks.
+
+# %%
+from afl.exercises import QUIZZES
+
+quiz = QUIZZES["knowledge_04"]
+quiz.show()
+
+# %%
+answers = quiz.blank()            # e.g. answers["q1"] = "a"
+quiz(answers)
+
+# %% [markdown]
+# > **What to remember.**
+# > - A synchronous round of `R` clients waits `H_R/λ ≈ ln(R)/λ`; a buffer of `b` fills in `b/(Rλ)`.
+# > - Realloc shares requests in proportion to `σ_m √(η_s η_c τ_m)`: noisier tasks get more.
+# > - Several models on one pool of clients: the buffers keep every task moving while the slow ones finish.
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. In section 3, find the smallest buffer with which FedAST beats Sync-ST with 3 MNIST tasks. Why does the

@@ -267,7 +267,30 @@ display(Markdown(measured()))
 # **What to notice.** All four go the predicted way, by margins that the bounds cannot give (their constants are
 # unknown). FedAST's margin is small in its quick CPU setting (two tasks, not the paper's four), and QAFeL's and
 # GHBM's rows are quick settings too: each paper's notebook and `results/README.md` say what was reduced and why.
+
+# %% [markdown]
+# ## Check yourself
 #
+# A few questions on this notebook. Fill `answers` (a letter for a multiple choice, else a number) and run the
+# check: it says why where an answer is off, and records the verdict like the exercises' checks.
+
+# %%
+from afl.exercises import QUIZZES
+
+quiz = QUIZZES["knowledge_05"]
+quiz.show()
+
+# %%
+answers = quiz.blank()            # e.g. answers["q1"] = "a"
+quiz(answers)
+
+# %% [markdown]
+# > **What to remember.**
+# > - Each bound trades an optimization term against a noise, drift or quantization term; a knob moves one of them.
+# > - The bounds give directions, not numbers: their constants are loose, the measured results are the test.
+# > - The same letter means different things in different papers: read each bound in its own notation.
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. In the FAVAS panel, make every client fast (edit `favas_panel`: `fast, slow = n, 0`). Does FedAvg still lose?

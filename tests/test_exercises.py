@@ -548,3 +548,26 @@ def code_of(fn) -> str:
     """The solution notebook's cell that defines ``fn``."""
     return next(cell for sol in sorted(EXERCISES.glob("*_sol.py")) for cell in code_cells(sol)
                 if f"def {fn.__name__}(" in cell)
+
+
+# ------------------------------------------------------------------------------------------ knowledge checks
+def test_every_walkthrough_ends_with_its_knowledge_check_answered_in_words(tmp_path, monkeypatch):
+    """Each walkthrough calls its quiz; the quiz says not done for the blank, why for a wrong answer (never the
+    answer), correct for the right ones, and records the verdict."""
+    from afl.exercises import QUIZZES, verdicts
+    walkthroughs = sorted(p.stem for p in (ROOT / "notebooks").glob("0*.py"))
+    assert {f"knowledge_{w.split('_')[0]}" for w in walkthroughs} == set(QUIZZES)
+    for w in walkthroughs:
+        assert f'QUIZZES["knowledge_{w.split("_")[0]}"]' in (ROOT / "notebooks" / f"{w}.py").read_text()
+    log = tmp_path / "quiz.jsonl"
+    monkeypatch.setenv(verdicts.ENV, str(log))
+    for quiz in QUIZZES.values():
+        assert quiz(quiz.blank()).status == NOT_DONE
+        right = {k: q.answer for k, q in zip(quiz.keys, quiz.questions)}
+        assert quiz(right).status == CORRECT
+        for k, q in zip(quiz.keys, quiz.questions):
+            wrong = "z" if q.choices else float(q.answer) * 1.5 + 1
+            verdict = quiz(right | {k: wrong})
+            assert verdict.status == WRONG and q.why in verdict.message and f"{k}: not yet" in verdict.message
+        assert quiz({"q9": "a"}).status == ERROR and quiz("abc").status == ERROR
+    assert {line["exercise"] for line in verdicts.read([log])} == set(QUIZZES)

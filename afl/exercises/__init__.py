@@ -15,6 +15,7 @@ from .checking import Exercise, Mistake, Verdict, mine_or_reference
 from .favas import check_alpha, check_server_average, check_unbiased_upload
 from .fedast import check_realloc, check_round_times
 from .ghbm import check_ghbm_momentum, check_smallest_tau, check_unseen_fraction
+from .quiz import QUIZZES, Quiz
 from .simulator import check_contact_steps, check_expected_steps
 
 CHECKS = {c.name: c for c in (check_expected_steps, check_contact_steps, check_alpha, check_unbiased_upload,
@@ -22,4 +23,4 @@ CHECKS = {c.name: c for c in (check_expected_steps, check_contact_steps, check_a
                               check_buffered_step, check_qsgd, check_qsgd_bits, check_hidden_state, check_realloc,
                               check_round_times)}
 
-__all__ = ["Exercise", "Mistake", "Verdict", "mine_or_reference", "CHECKS", *CHECKS]
+__all__ = ["Exercise", "Mistake", "Verdict", "mine_or_reference", "CHECKS", "QUIZZES", "Quiz", *CHECKS]
