@@ -47,7 +47,8 @@ check_buffered_step = Exercise(
     name="check_buffered_step", signature="buffered_step(w, deltas, staleness, server_lr)",
     reference=_step(STALENESS["sqrt"]), cases=_buffered_cases,
     source="FedBuff's server step (staleness weight 1/√(1+τ), the buffer's mean)",
-    idea="FedBuff's server step (the QAFeL paper's Sec. 2 and Fig. 3): each buffered update weighed by a function of its staleness, the buffer averaged, then a step of the server's rate against it.",
+    idea="FedBuff's server step (the QAFeL paper's Sec. 2 and Fig. 3): each buffered update weighed by a function "
+         "of its staleness, the buffer averaged, then a step of the server's rate against it.",
     hint="g = (1/Z) sum_j Delta_j / sqrt(1 + tau_j), then w - server_lr g (Delta_j = start - end points downhill).",
     mistakes=(
         Mistake(_step(lambda t: 1.0), "weigh each update by its staleness: s(tau) = 1 / sqrt(1 + tau)."),
@@ -82,7 +83,8 @@ check_qsgd_bits = Exercise(
     name="check_qsgd_bits", signature="qsgd_bits(d, bits, bucket)", cases=_bits_cases,
     reference=lambda d, bits, bucket: QSGDQuantizer(bits, bucket).bits(d), source="QAFeL Example B.1's bit count",
     implementations=("afl.compress:QSGDQuantizer",),
-    idea="count what the receiver needs to decode the message (QAFeL Example B.1): the codes of the d coordinates and the scales that turn codes back into numbers.",
+    idea="count what the receiver needs to decode the message (QAFeL Example B.1): the codes of the d coordinates "
+         "and the scales that turn codes back into numbers.",
     hint="bits per coordinate times d, plus one 32-bit float scale per bucket (ceil(d / bucket) buckets; one "
          "for the whole vector when bucket is None).",
     mistakes=(
@@ -121,7 +123,8 @@ check_hidden_state = Exercise(
     name="check_hidden_state", signature="hidden_update(hidden, w_new, quantize)",
     reference=lambda hidden, w_new, quantize: hidden + quantize(w_new - hidden), cases=_hidden_cases,
     source="QAFeL eqs. (3)-(4)",
-    idea="QAFeL eqs. (3)-(4): the server broadcasts a quantized *change*, and every client adds it to the hidden state it already holds.",
+    idea="QAFeL eqs. (3)-(4): the server broadcasts a quantized *change*, and every client adds it to the hidden "
+         "state it already holds.",
     hint="broadcast q = quantize(w_new - hidden), the change since the last hidden state, then hidden + q.",
     mistakes=(
         Mistake(lambda hidden, w_new, quantize: quantize(w_new),

@@ -59,7 +59,8 @@ check_alpha = Exercise(
     name="check_alpha", signature="alpha(pmf, K, mode, e=None)", source="FAVAS's α (Sec. 4)",
     implementations=("afl.theory.favas:alpha",),
     reference=lambda pmf, K, mode, e=None: reference_alpha(pmf, K, mode, e), cases=_alpha_cases,
-    idea="FAVAS eq. (1) and Sec. 4: alpha is what makes an upload's expected progress the same for every client; a client never does more than K steps.",
+    idea="FAVAS eq. (1) and Sec. 4: alpha is what makes an upload's expected progress the same for every client; a"
+         " client never does more than K steps.",
     hint="deterministic: alpha = E[E ∧ K] = sum_e min(e, K) pmf[e]; stochastic: alpha = P(E > 0) min(e, K) for "
          "the observed e.",
     mistakes=(
@@ -91,7 +92,8 @@ def _upload(w_init, w, alpha):
 check_unbiased_upload = Exercise(
     name="check_unbiased_upload", signature="unbiased_upload(w_init, w, alpha)", reference=_upload,
     cases=_upload_cases, source="FAVAS Algorithm 1, line 24",
-    idea="Algorithm 1, line 24: only the progress made since w_init is reweighted; think about a client that made none.",
+    idea="Algorithm 1, line 24: only the progress made since w_init is reweighted; think about a client that made "
+         "none.",
     hint="reweight the progress only: w_init + (w - w_init) / alpha; a client with alpha = 0 sends w_init.",
     mistakes=(
         Mistake(lambda w_init, w, alpha: w / alpha if alpha else w_init,

@@ -39,7 +39,8 @@ check_realloc = Exercise(
     name="check_realloc", signature="realloc(R, sigma2, eta_s, eta_c, tau)", cases=_realloc_cases,
     reference=lambda R, sigma2, eta_s, eta_c, tau: realloc_optimum(R, sigma2, eta_s, eta_c, tau, "paper"),
     source="FedAST eq. (7)'s optimum", implementations=("afl.theory.fedast:realloc_optimum",),
-    idea="minimize eq. (7)'s sum over tasks under the constraint that the requests add up to R (a Lagrange multiplier): each R_m from the derivative of its own term.",
+    idea="minimize eq. (7)'s sum over tasks under the constraint that the requests add up to R (a Lagrange "
+         "multiplier): each R_m from the derivative of its own term.",
     hint="Lagrange on eq. (7): R_m proportional to sigma_m sqrt(eta_s eta_c tau_m), scaled so that the R_m sum "
          "to R.",
     mistakes=(
@@ -72,7 +73,8 @@ check_round_times = Exercise(
     reference=lambda b, R, lam: (buffered_round_time(b, R, lam), sync_round_time(R, lam)),
     source="FedAST's buffered and synchronous round times",
     implementations=("afl.theory.fedast:buffered_round_time", "afl.theory.fedast:sync_round_time"),
-    idea="R exponential clocks in parallel: how fast do their first events arrive together, and how long until the last of R has rung?",
+    idea="R exponential clocks in parallel: how fast do their first events arrive together, and how long until the"
+         " last of R has rung?",
     hint="R requests finishing at rate lam each merge into arrivals at rate R lam: b of them take b / (R lam); the "
          "slowest of R exponentials takes H_R / lam on average (H_R = 1 + 1/2 + ... + 1/R).",
     mistakes=(

@@ -39,7 +39,8 @@ def _momentum_cases(rng):
 check_ghbm_momentum = Exercise(
     name="check_ghbm_momentum", signature="ghbm_momentum(past, beta, J)", reference=_momentum,
     cases=_momentum_cases, source="GHBM eq. (7)",
-    idea="GHBM eq. (7): the momentum is the server's average progress over the last tau rounds, spread over the J local steps of a round.",
+    idea="GHBM eq. (7): the momentum is the server's average progress over the last tau rounds, spread over the J "
+         "local steps of a round.",
     hint="tau = len(past) - 1; the term is beta / (tau J) (past[-1] - past[0]): the mean of the last tau server "
          "steps, spread over the J local steps.",
     mistakes=(
@@ -74,7 +75,8 @@ check_unseen_fraction = Exercise(
     name="check_unseen_fraction", signature="unseen_fraction(n, s, tau)", reference=unseen_fraction_moment,
     cases=_unseen_cases, source="E[(unseen fraction)²] under uniform sampling (GHBM Lemma 4.4)",
     implementations=("afl.theory.ghbm:unseen_fraction_moment",),
-    idea="write U, the clients never drawn in tau rounds, as a sum of indicators; E[U^2] needs the chance that one client is never drawn and that two given clients are never drawn.",
+    idea="write U, the clients never drawn in tau rounds, as a sum of indicators; E[U^2] needs the chance that one"
+         " client is never drawn and that two given clients are never drawn.",
     hint="with U the number of unseen clients, E[U^2] = n p1 + n (n - 1) p2, p1 = ((n-s)/n)^tau (one client "
          "never drawn), p2 = ((n-s)(n-s-1) / (n(n-1)))^tau (two given clients never drawn); return E[U^2] / n^2.",
     mistakes=(

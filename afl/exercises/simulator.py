@@ -50,7 +50,8 @@ check_expected_steps = Exercise(
     name="check_expected_steps", signature="expected_steps(mean, window, K)", reference=expected_steps,
     cases=_window_cases, source="the expected steps done in a window (at most K)",
     implementations=("afl.sim:steps_completed_pmf", "afl.sim:truncated_steps_stats"),
-    idea="with exponential steps the number of steps done in a window has a known law (notebook 00, section 2); then average min(E, K), not E.",
+    idea="with exponential steps the number of steps done in a window has a known law (notebook 00, section 2); "
+         "then average min(E, K), not E.",
     hint="E ~ Poisson(window / mean); E[min(E, K)] = sum over k = 1..K of P(E >= k).",
     mistakes=(
         Mistake(lambda mean, window, K: window / mean,
@@ -71,7 +72,8 @@ check_contact_steps = Exercise(
     implementations=("afl.sim:contact_steps_pmf", "afl.sim:truncated_steps_stats"),
     inner=(("expected_steps", expected_steps),),
     same=lambda got, expected: close(got, expected, rtol=1e-4),
-    idea="a client is one of the s of n contacted at each server step: how many server steps pass between two of its contacts, and with what probabilities?",
+    idea="a client is one of the s of n contacted at each server step: how many server steps pass between two of "
+         "its contacts, and with what probabilities?",
     hint="average expected_steps(mean, g * interval, K) over G = g with P(G = g) = p (1 - p)^(g - 1), p = s / n; "
          "stop the sum when the remaining probability is negligible (or when every longer window reaches K).",
     mistakes=(
