@@ -243,10 +243,10 @@ def test_a_missing_result_names_the_command_that_makes_it(tmp_path, capsys):
 
 def test_the_readme_quickstart_runs_as_written():
     readme = (ROOT / "README.md").read_text()
-    code = re.search(r"## Quickstart.*?```python\n(.*?)```", readme, re.S).group(1)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    code, printed = re.search(r"## Quickstart.*?```python\n(.*?)```.*?```\n(.*?)```", readme, re.S).groups()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert [line.split()[0] for line in out.stdout.splitlines()] == ["fedavg", "favas"]
+    assert out.stdout == printed                                      # the README's numbers are what it prints
     assert len(readme.splitlines()) <= 220
 
 
