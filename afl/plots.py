@@ -143,9 +143,11 @@ def plot_curves(curves: dict, ax=None, ylabel: str = "test accuracy", title: str
 
 
 def plot_bars(values: dict, errors: dict | None = None, ax=None, ylabel: str = "final test accuracy (%)",
-              title: str | None = None, reference: dict | None = None, seeds: int | None = None):
+              title: str | None = None, reference: dict | None = None, seeds: int | None = None,
+              names: dict | None = None):
     """Grouped bars ``values[method][setting]`` in each method's :func:`style` (± ``errors``, the std over
-    ``seeds``), and black marks at ``reference[method][setting]`` (the paper's numbers)."""
+    ``seeds``), and black marks at ``reference[method][setting]`` (the paper's numbers); ``names``: how each
+    setting is written under its group (default: as it is)."""
     import matplotlib.pyplot as plt
     methods = list(values)
     settings = list(next(iter(values.values())))
@@ -166,7 +168,7 @@ def plot_bars(values: dict, errors: dict | None = None, ax=None, ylabel: str = "
             ax.scatter(pos, ref, marker="_", s=120, color="black", zorder=3,
                        label=None if marked else "paper (reference)")
             marked = True
-    ax.set_xticks(x, settings)
+    ax.set_xticks(x, [(names or {}).get(s, s) for s in settings])
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)

@@ -120,13 +120,23 @@ print(f"the largest stable step size (2 / the steepest curvature): {max_stable_l
 fig, ax = plt.subplots(figsize=(6, 6))
 contours(ax, clients)
 x0 = np.array([-2.2, 2.2])
+zoom = ax.inset_axes([0.62, 0.62, 0.36, 0.36])          # the last rounds, around x*: the fixed points sit close
+fixed_points = []
 for K, color in ((1, "tab:grey"), (5, "tab:blue"), (20, "tab:red")):
     path = fedavg(clients, rounds=60, K=K, lr=lr, x0=x0)
-    ax.plot(*path.T, ".-", color=color, ms=3, lw=1, label=f"FedAvg, K = {K}: 60 rounds")
     fixed = fedavg_fixed_point(clients, K, lr)
-    ax.scatter(*fixed, marker="X", s=90, color=color, edgecolor="white", zorder=6)
+    fixed_points.append(fixed)
+    for axis in (ax, zoom):
+        axis.plot(*path.T, ".-", color=color, ms=3, lw=1, label=f"FedAvg, K = {K}: 60 rounds")
+        axis.scatter(*fixed, marker="X", s=90, color=color, edgecolor="white", zorder=6)
     print(f"K = {K:>2}: after 60 rounds {np.round(path[-1], 3)}; the fixed point {np.round(fixed, 3)}, "
           f"{np.linalg.norm(fixed - x_star):.3f} from x*")
+reach = max(np.abs(np.array(fixed_points) - x_star).max(), 0.05) * 1.6
+zoom.scatter(*x_star, marker="*", s=160, color="black", zorder=7)
+zoom.set(xlim=(x_star[0] - reach, x_star[0] + reach), ylim=(x_star[1] - reach, x_star[1] + reach))
+zoom.text(0.04, 0.04, f"zoom: ±{reach:.2f} around x*", transform=zoom.transAxes, fontsize=8)
+zoom.tick_params(labelsize=7)
+ax.indicate_inset_zoom(zoom, edgecolor="0.4")
 ax.set_title("FedAvg's server model, round by round (X: where it settles)")
 ax.legend(fontsize=8, loc="lower left")
 plt.show()

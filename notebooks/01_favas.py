@@ -204,7 +204,7 @@ def plot_upload_progress(data, axes=None):
     axes[0].set_xticks(x, rules)
     axes[0].set_ylabel("mean progress per upload (local steps)")
     axes[0].set_title("what one upload carries, by speed class")
-    axes[0].legend(frameon=False, fontsize=8, loc="upper right")
+    axes[0].legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes[1].bar(x, [data["per_time"][r] for r in rules], 0.5, color="#7f7f7f")
     axes[1].set_xticks(x, rules)
     axes[1].set_ylabel("server movement (local steps per time unit)")
@@ -263,11 +263,16 @@ def without_start(runs):
 def plot_runs(runs, title, variance=True):
     """Accuracy (left) and, when recorded, the spread of the local models (right) against simulated time."""
     variance = variance and any("variance" in r["curve"] for r in runs)
-    fig, axes = plt.subplots(1, 1 + variance, figsize=(8.5 + 7 * variance, 4), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(1, 1 + variance, figsize=(8.5 + 6 * variance, 4.4), layout="constrained", squeeze=False)
     plot_accuracy(runs, ax=axes[0, 0], title=title)
     if variance:
         plot_variance(without_start(runs), ax=axes[0, 1],
                       title="client drift: spread of the local models (FAVAS, QuAFL)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    for ax in axes.flat:                                   # one legend for both panels, under them
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False, fontsize=8)
     return fig
 
 
