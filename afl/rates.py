@@ -46,8 +46,9 @@ class RatesError(ParameterError):
         super().__init__("rates", str(file), problem)
 
 
-def _runs_rate(data: dict, file) -> tuple[float, str]:
-    """Client steps over wall seconds of a result's runs, all computed by its command."""
+def measured(data: dict, file) -> tuple[int, float, str]:
+    """``(client steps, wall seconds, what ran)`` of a result's runs, all computed by its command (a fleet's or
+    processes' runs are live together: its longest run's wall time; otherwise the sum)."""
     runs = data.get("runs")
     if not isinstance(runs, list) or not runs:
         raise RatesError(file, "a result of afl repro with runs")
@@ -67,8 +68,8 @@ def _runs_rate(data: dict, file) -> tuple[float, str]:
     wall = max(walls) if together else sum(walls)
     if not (math.isfinite(wall) and wall > 0 and steps > 0):
         raise RatesError(file, "runs with positive client steps and wall seconds")
-    return steps / wall, (f"{data.get('command', 'afl repro')}: {steps:,} client steps in {wall:,.0f} s "
-                          f"({execution or 'runs one by one'}; {data.get('machine', 'machine not recorded')})")
+    return steps, wall, (f"{data.get('command', 'afl repro')}: {steps:,} client steps in {wall:,.0f} s "
+                         f"({execution or 'runs one by one'}; {data.get('machine', 'machine not recorded')})")
 
 
 def _bench_rate(lines: list[str], where: dict, file) -> tuple[float, str]:
@@ -107,7 +108,8 @@ def measure(entry: dict, root: Path) -> Rate:
             data = json.loads(text)
         except ValueError as error:
             raise RatesError(source, f"a JSON result ({error})") from None
-        value, what = _runs_rate(data, source)
+        steps, wall, what = measured(data, source)
+        value = steps / wall
         device = "device cpu" if machine.startswith("cpu") else "device cuda"
         if device not in str(data.get("machine", "")):
             raise RatesError(source, f"a result computed with {device} (the kind {machine!r} implies)")
@@ -150,4 +152,4 @@ def lookup(rates: list[Rate], keys, machine: str) -> Rate | None:
     return None
 
 
-__all__ = ["RATES", "MACHINES", "Rate", "RatesError", "measure", "load", "lookup"]
+__all__ = ["RATES", "MACHINES", "Rate", "RatesError", "measured", "measure", "load", "lookup"]

@@ -73,8 +73,10 @@ check_alpha(alpha)
 # %% [markdown]
 # ## 2. The upload (Algorithm 1, line 24)
 #
-# A contacted client sends its model with its progress reweighted by `α` (Algorithm 1, line 24). Which part of
-# `w` is progress? What does a client with `α = 0` (no step done, stochastic mode) send?
+# A contacted client sends its model with its progress reweighted by `α` (Algorithm 1, line 24).
+#
+# **Derive:** which part of `w` is progress, and what does a client with `α = 0` (no step done, stochastic mode)
+# send?
 
 # %%
 def unbiased_upload(w_init, w, alpha):
