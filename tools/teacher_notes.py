@@ -43,7 +43,8 @@ def course_map() -> tuple[dict, list]:
         order[m[1]] = (m[2].strip(), m[3].strip())
     plan = text[text.index("### Six weeks"):]
     plan = plan[:plan.index("\n\n", plan.index("|"))]
-    weeks = [(int(m[1]), m[2].strip(), m[3].strip()) for m in re.finditer(r"^\| (\d) \| (.+?) \| (.+?) \|$", plan, re.M)]
+    weeks = [(int(m[1]), m[2].strip(), m[3].strip())
+             for m in re.finditer(r"^\| (\d) \| (.+?) \| (.+?) \|$", plan, re.M)]
     return order, weeks
 
 
