@@ -66,7 +66,7 @@ test-book: book
 # A class's hand-out: the exercise notebooks (outputs cleared) and a README, never the solutions.
 handout: setup
 	@test -n "$(HANDOUT)" || { echo "make handout HANDOUT=DIR: say where the hand-out goes"; exit 2; }
-	$(BIN)/python tools/handout.py "$(HANDOUT)"
+	$(BIN)/python tools/handout.py "$(HANDOUT)" $(if $(WHEELS),--wheels "$(WHEELS)") $(if $(DATA),--data $(DATA))
 
 # The exercises as an nbgrader course (solutions, checks as autograder tests, answers graded by hand) in COURSE.
 nbgrader: setup-dev

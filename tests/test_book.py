@@ -1,5 +1,6 @@
 """The book's checks (tools/build_book.py): every internal link and figure resolves, no page shows a solution.
 The book itself is built and checked by `make test` (make test-book)."""
+import json
 import sys
 from pathlib import Path
 
@@ -33,8 +34,14 @@ def test_the_book_stages_exercises_never_solutions():
     nav = build_book.stage()
     staged = {p.name for p in (build_book.STAGE / "docs" / "notebooks" / "exercises").iterdir()}
     assert staged and all(name.endswith("_ex.ipynb") for name in staged)
-    assert (build_book.STAGE / "docs" / "index.md").read_text().startswith("# afl")
-    assert [next(iter(item)) for item in nav] == ["Home", "Course", "Results", "Engine and runs"]
+    assert (build_book.STAGE / "docs" / "index.md").read_text().startswith("# Learn asynchronous federated")
+    assert (build_book.STAGE / "docs" / "readme.md").read_text().startswith("# afl")
+    assert [next(iter(item)) for item in nav] == ["Start here", "Course", "Teachers", "Results", "Engine and runs"]
+    exercise = json.loads((build_book.STAGE / "docs/notebooks/exercises/01_favas_ex.ipynb").read_text())
+    shown = [c for c in exercise["cells"] if c["cell_type"] == "code" and c.get("outputs")]
+    assert any("image/png" in o.get("data", {}) for c in shown for o in c["outputs"])       # 01's ablation figure
+    assert not any("BEGIN SOLUTION" in "".join(c["source"]) or "raise NotImplementedError" in "".join(c["source"])
+                   or "".join(c["source"]).startswith("check_") for c in shown)         # no answer's, no verdict
 
 
 def test_a_widget_shows_what_it_is_not_its_repr(tmp_path):

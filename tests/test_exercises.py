@@ -457,7 +457,7 @@ def test_an_answer_is_a_cell_of_its_own():
         make_exercises.blank("# %% [markdown]\n# Text.\n# **Answer.** two.\n", "x_sol.py")
 
 
-def test_the_handout_holds_the_exercises_and_never_the_answers(tmp_path):
+def test_the_handout_holds_the_exercises_and_never_the_answers(tmp_path, monkeypatch):
     sys.path.insert(0, str(ROOT / "tools"))
     import handout
     files = handout.handout(tmp_path / "class")
@@ -473,6 +473,28 @@ def test_the_handout_holds_the_exercises_and_never_the_answers(tmp_path):
         handout.handout(tmp_path / "class")
     with pytest.raises(ValueError, match="outside notebooks"):
         handout.handout(EXERCISES / "out")
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "afl-0.1-py3-none-any.whl").write_bytes(b"PK")
+    (wheels / "torch-2.0-cp311-none-any.whl").write_bytes(b"PK")
+    import hashlib
+    from afl.data import packing
+    from afl.data.files import Located
+    data = tmp_path / "data-root" / "toy"
+    data.mkdir(parents=True)
+    (data / "a.bin").write_bytes(b"pixels")
+    monkeypatch.setattr(packing, "locate", lambda name, root=None, download=False: Located(
+        name, data.parent, {"toy/a.bin": hashlib.md5(b"pixels").hexdigest()}))
+    files = handout.handout(tmp_path / "offline", wheels, ["toy"])
+    readme = (tmp_path / "offline" / "README.md").read_text()
+    assert "download.pytorch.org/whl/cpu" in readme and readme.index("whl/cpu") < readme.index("Offline")
+    assert "pip install --no-index --find-links wheels afl" in readme and (tmp_path / "offline/data/toy/a.bin.xz"
+                                                                         ).is_file()
+    assert packing.unpack(tmp_path / "offline" / "data", tmp_path / "unpacked") and (
+        tmp_path / "unpacked/toy/a.bin").read_bytes() == b"pixels"
+    assert "Offline" not in (tmp_path / "class" / "README.md").read_text()
+    with pytest.raises(ValueError, match="WHEELS=.*afl's"):
+        handout.handout(tmp_path / "no-afl", tmp_path / "data-root", ["toy"])
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(ValueError, match="HANDOUT=.*a-file.*expected a folder"):
         handout.handout(tmp_path / "a-file")

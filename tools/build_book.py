@@ -41,26 +41,73 @@ def stage() -> list:
     shutil.rmtree(STAGE, ignore_errors=True)
     (STAGE / "docs").mkdir(parents=True)
     src = STAGE / "docs"
-    shutil.copy(REPO / "README.md", src / "index.md")
-    for folder, pattern in (("docs", "*.md"), ("data", "README.md"), ("notebooks", "README.md"),
-                            ("notebooks", "0*.ipynb"), ("notebooks/exercises", "*_ex.ipynb")):
+    shutil.copy(REPO / "README.md", src / "readme.md")           # beside the front page: its links hold as they are
+    (src / "index.md").write_text(front_page((REPO / "docs" / "learn.md").read_text()))
+    for folder, pattern in (("docs", "*.md"), ("docs/teaching", "*.md"), ("data", "README.md"),
+                            ("notebooks", "README.md"), ("notebooks", "0*.ipynb"),
+                            ("notebooks/exercises", "*_ex.ipynb")):
         for f in sorted((REPO / folder).glob(pattern)):
+            if f == REPO / "docs" / "learn.md":                       # it is the front page
+                continue
             (src / folder).mkdir(parents=True, exist_ok=True)
             shutil.copy(f, src / folder / f.name)
+    for notebook in (src / "notebooks" / "exercises").glob("*_ex.ipynb"):
+        _with_figures(notebook, REPO / "notebooks" / "exercises" / notebook.name.replace("_ex.", "_sol."))
     for notebook in src.rglob("*.ipynb"):
         _static_widgets(notebook)
+    (src / "stylesheets").mkdir()
+    (src / "stylesheets" / "afl.css").write_text(CSS)
     shutil.copytree(REPO / "results", src / "results",
                     ignore=shutil.ignore_patterns("*.partial.jsonl", "*.checkpoints", "demo"))
+    for page in WIDE:
+        (src / page).write_text("---\nhide:\n  - navigation\n  - toc\n---\n\n" + (src / page).read_text())
     walkthroughs = [{_title(f): f"notebooks/{f.name}"}
                     for f in sorted((src / "notebooks").glob("0*.ipynb"), key=lambda f: course_order(f.stem))]
     exercises = [{_title(f): f"notebooks/exercises/{f.name}"}
                  for f in sorted((src / "notebooks/exercises").glob("*_ex.ipynb"))]
-    return [{"Home": "index.md"},
+    teaching = [{"Teacher notes": "docs/teaching/README.md"},
+                *[{p.stem.replace("-", " ").capitalize(): f"docs/teaching/{p.name}"}
+                  for p in sorted((src / "docs" / "teaching").glob("week-*.md"))],
+                {"The week-6 project": "docs/teaching/project.md"}]
+    return [{"Start here": "index.md"},
             {"Course": [{"Course map": "notebooks/README.md"}, *walkthroughs, {"Exercises": exercises}]},
+            {"Teachers": teaching},
             {"Results": [{"Scoreboard": "results/README.md"},
                          *[{name: f"results/{key}/README.md"} for name, key in PAPERS]]},
-            {"Engine and runs": [{"Speed": "docs/speed.md"}, {"Running experiments": "docs/running.md"},
-                                 {"Data": "data/README.md"}]}]
+            {"Engine and runs": [{"The project's README": "readme.md"}, {"Speed": "docs/speed.md"},
+                                 {"Running experiments": "docs/running.md"}, {"Data": "data/README.md"}]}]
+
+
+#: the book's own style: code wraps instead of being clipped, wide tables keep readable columns
+CSS = """.md-typeset pre > code, .jp-RenderedText pre, .highlight pre, .highlight-ipynb pre, .jp-OutputArea pre
+  { white-space: pre-wrap !important; word-break: break-word; }
+.md-typeset table:not([class]) { font-size: .68rem; }
+.md-typeset table:not([class]) td { min-width: 5em; }
+.md-typeset table:not([class]) td:first-child { min-width: 14em; }
+.md-grid { max-width: 1440px; }
+"""
+#: pages whose wide tables need the whole width: the book hides their navigation and table of contents
+WIDE = ("results/README.md",)
+
+
+def front_page(learn: str) -> str:
+    """``docs/learn.md`` as the book's front page: its links from ``docs/`` rewritten from the site's root."""
+    learn = learn.replace("](../README.md)", "](readme.md)").replace("](teaching/", "](docs/teaching/")
+    return learn.replace("](../", "](")
+
+
+def _with_figures(notebook: Path, solution: Path) -> None:
+    """The exercise page with the outputs its solution notebook computed for the cells both share (the figures
+    its text discusses); the cells that hold a solution or check one keep none."""
+    import json
+    nb, sol = json.loads(notebook.read_text()), json.loads(solution.read_text())
+    outputs = {"".join(c["source"]): c.get("outputs", []) for c in sol["cells"] if c["cell_type"] == "code"
+               and "BEGIN SOLUTION" not in "".join(c["source"])
+               and not re.fullmatch(r"check_\w+\(\w+\)\s*", "".join(c["source"]))}     # a verdict would mislead
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and not cell.get("outputs"):
+            cell["outputs"] = outputs.get("".join(cell["source"]), [])
+    notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
 
 
 #: what a page shows where the notebook displayed knobs (ipywidgets need a running kernel)
@@ -95,7 +142,8 @@ def config(nav: list) -> str:
         "theme:", "  name: material", "  features: [navigation.sections, navigation.top, search.highlight]",
         "plugins:", "  - search", "  - offline",
         "  - mkdocs-jupyter:", "      execute: false", "      include_source: true",
-        "markdown_extensions: [tables, admonition, attr_list]",
+        "markdown_extensions: [tables, admonition, attr_list, md_in_html]",
+        "extra_css: [stylesheets/afl.css]",
         "validation:", "  links: {not_found: info, absolute_links: info, unrecognized_links: info}",
         "  omitted_files: info",
         f"nav: {json.dumps(nav, ensure_ascii=False)}", ""])

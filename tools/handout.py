@@ -1,19 +1,26 @@
 """Write a class's hand-out: the exercise notebooks and what they need, without the answer key.
 
-    python tools/handout.py DIR          # make handout HANDOUT=DIR
+    python tools/handout.py DIR                                  # make handout HANDOUT=DIR
+    python tools/handout.py DIR --wheels WHEELS --data mnist     # one that installs and runs offline
 
 DIR receives every ``notebooks/exercises/*_ex.ipynb`` with its outputs cleared, and a README for students (the
-order, how to install afl, where the data comes from, how the checks answer). Nothing of a solution notebook is
+order, how to install afl -- PyTorch's CPU build first --, where the data comes from, how the checks answer); with
+``--wheels`` and ``--data``, the wheels and the datasets packed by ``afl data pack``, and the README's offline
+steps. Nothing of a solution notebook is
 written: the hand-out is checked for solution markers and filled answers before the command ends, and DIR must be
 a new or empty folder outside ``notebooks/``.
 """
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
 import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from afl.data import packing  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "notebooks" / "exercises"
@@ -26,10 +33,13 @@ Work through the notebooks in order; each takes 30–50 minutes.
 
 {listing}
 
-**Set up.** Install afl once, in the environment your notebooks use: `pip install afl-*.whl` (the wheel your teacher
-gives you; `make wheel` in the afl repository builds it) or `pip install -e .` in a clone of the repository. The
-notebooks train on MNIST: `afl data download mnist` fetches it and checks its MD5 sums (or set `AFL_DATA` to a
-folder that holds it).
+**Set up on a laptop (no GPU needed).** In the environment your notebooks use, install PyTorch's light CPU build
+first, then afl from the wheel your teacher gives you:
+
+    pip install torch torchvision --index-url https://download.pytorch.org/whl/cpu
+    pip install afl-*.whl
+
+The notebooks train on MNIST: `afl data download mnist` fetches it and checks its MD5 sums.{offline}
 
 **How an exercise works.** Each marked cell holds a function whose body is `raise NotImplementedError`: replace it
 with your code, run the cell, then run the check below it. The check runs your function on the exercise's cases
@@ -56,9 +66,27 @@ def new_folder(dest: Path, name: str) -> Path:
     return dest
 
 
-def handout(dest: Path) -> list[Path]:
-    """Write the hand-out into ``dest`` (new or empty, outside notebooks/); returns the files written."""
+OFFLINE = """
+
+**Offline (no internet in the room).** This folder holds what you need: `wheels/` (afl and its dependencies, as
+your teacher downloaded them) and `data/` (the datasets, compressed and checksummed). Install and unpack with
+
+    pip install --no-index --find-links wheels afl
+    afl data unpack data --to ~/afl-data
+
+then start Jupyter with `AFL_DATA=~/afl-data` set (`export AFL_DATA=~/afl-data`; on Windows `set AFL_DATA=...`)."""
+
+
+def handout(dest: Path, wheels: Path | None = None, datasets=()) -> list[Path]:
+    """Write the hand-out into ``dest`` (new or empty, outside notebooks/); with ``wheels`` (a folder of wheels:
+    afl's from ``make wheel`` and its dependencies', e.g. from ``pip download``) and ``datasets`` (packed by
+    ``afl data pack``), a hand-out that installs and runs offline. Returns the files written."""
     dest = new_folder(dest, "HANDOUT")
+    if wheels is not None:
+        found = sorted(Path(wheels).glob("*.whl")) if Path(wheels).is_dir() else []
+        if not any(w.name.startswith("afl-") for w in found):
+            raise ValueError(f"WHEELS={wheels} is not allowed; expected a folder of wheels holding afl's (make "
+                             "wheel) and its dependencies' (pip download)")
     written, listing = [], []
     for source in sorted(EXERCISES.glob("*_ex.ipynb")):
         nb = nbformat.read(source, as_version=4)
@@ -74,16 +102,26 @@ def handout(dest: Path) -> list[Path]:
         written.append(dest / source.name)
         title = next(line for line in nb.cells[0].source.splitlines() if line.startswith("#")).lstrip("# ")
         listing.append(f"1. `{source.name}`: {title}")
-    (dest / "README.md").write_text(README.format(listing="\n".join(listing)))
+    offline = bool(wheels is not None and datasets)
+    if wheels is not None:
+        (dest / "wheels").mkdir()
+        for wheel in sorted(Path(wheels).glob("*.whl")):
+            shutil.copy(wheel, dest / "wheels" / wheel.name)
+            written.append(dest / "wheels" / wheel.name)
+    if datasets:
+        written += packing.pack(datasets, dest / "data")
+    (dest / "README.md").write_text(README.format(listing="\n".join(listing), offline=OFFLINE if offline else ""))
     return written + [dest / "README.md"]
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("dest", metavar="DIR", help="where the hand-out goes (a new or empty folder)")
+    p.add_argument("--wheels", default=None, help="a folder of wheels to include (afl's and its dependencies')")
+    p.add_argument("--data", nargs="*", default=[], metavar="NAME", help="datasets to include, packed (e.g. mnist)")
     args = p.parse_args(argv)
     try:
-        files = handout(Path(args.dest))
+        files = handout(Path(args.dest), Path(args.wheels) if args.wheels else None, args.data)
     except ValueError as err:
         print(f"handout: error: {err}", file=sys.stderr)
         return 2
