@@ -145,6 +145,8 @@ def test_cells_are_marked_as_nbgrader_reads_them():
     assert marked["qsgd"] == nbgrader_source.meta("qsgd", solution=True)
     assert marked["check_qsgd"]["grade"] and marked["check_qsgd"]["locked"] and not marked["check_qsgd"]["solution"]
     assert marked["answer-1"]["solution"] and marked["answer-1"]["grade"]
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer-1")
+    assert answer.source.startswith("**Answer.**") and "**Rubric**" in answer.source     # model answer and rubric
     assert all(not c.get("outputs") for c in nb.cells)
     assert "(exercise)" in nb.cells[0].source.splitlines()[0]
 

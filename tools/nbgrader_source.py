@@ -32,6 +32,7 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import handout  # noqa: E402
+import teacher_notes  # noqa: E402
 import make_exercises  # noqa: E402
 
 EXERCISES = Path(__file__).resolve().parent.parent / "notebooks" / "exercises"
@@ -78,6 +79,7 @@ def assignment(sol: Path):
         elif text.startswith(make_exercises.ANSWER.removeprefix("# ")):
             answers += 1
             cell.metadata["nbgrader"] = meta(f"answer-{answers}", solution=True, grade=True, points=ANSWER_POINTS)
+            cell.source = f"{text}\n\n{teacher_notes.RUBRIC}"       # the source version only: the release clears it
     nb.cells[0].source = make_exercises.retitle(nb.cells[0].source, sol.name)
     return sol.name.removesuffix("_sol.ipynb"), nb
 
