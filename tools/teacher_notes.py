@@ -3,8 +3,9 @@ project's spec, from what the repository holds -- never typed twice.
 
 A week's page: its notebooks with their times and goals (the course map's table), a class plan in minutes, the
 board outline (each notebook's section headings), every written question of its exercise notebook with the model
-answer (the solution notebook's **Answer** cells) and the rubric to grade it, the knowledge check's answer key
-(``afl.exercises.QUIZZES``), and what the seeded cases mean for a regrade. The project page: the task, a report
+answer (the solution notebook's **Answer** cells) and the rubric to grade it, the "Going further" answer key (its
+numbers computed by afl, :data:`FURTHER`), the knowledge check's answer key (``afl.exercises.QUIZZES``), and what
+the seeded cases mean for a regrade. The project page: the task, a report
 template, a rubric, and the measured cost of each claim's quick command on this repository's 2-core machine (from
 the committed result's own wall time: ``afl.rates.measured``).
 
@@ -66,6 +67,93 @@ def written_answers(sol: Path) -> list[tuple[str, str]]:
     return out
 
 
+def _contact_mean(mean: float, K: int, n: int = 100, s: int = 20, interval: float = 10.0) -> float:
+    from afl.sim import Exponential, contact_steps_pmf
+    pmf = contact_steps_pmf(Exponential(mean), K, n, s, interval)
+    return float(sum(k * p for k, p in enumerate(pmf)))
+
+
+def _key_00() -> list[str]:
+    import numpy as np
+    from afl.sim import Exponential, HalfNormal, simulate_async_schedule, steps_completed_pmf, two_speed
+    k5 = {c: _contact_mean(m, 5) for c, m in (("fast", 2.0), ("slow", 8.0))}
+    k20 = {c: _contact_mean(m, 20) for c, m in (("fast", 2.0), ("slow", 8.0))}
+    profile = two_speed(100, slow_fraction=1 / 3, slow=Exponential(32.0), seed=0)
+    sim = simulate_async_schedule(profile, K=20, s=20, server_interval=10.0, t_end=20_000.0, seed=0)
+    slow32 = (_contact_mean(32.0, 20), float(sim.steps("slow").mean()))
+    window, K = 10.0, 20
+    pmf = steps_completed_pmf(HalfNormal(2.0), window, K)
+    rng = np.random.default_rng(0)
+    draws = np.cumsum(np.abs(rng.normal(0, 2.0, size=(20_000, 60))), axis=1)          # |N(0, 2²)| step times
+    mc = float(np.minimum((draws <= window).sum(1), K).mean())
+    return [f"K = 5: fast {k5['fast']:.2f}, slow {k5['slow']:.2f} steps at a contact (K = 20: {k20['fast']:.2f}, "
+            f"{k20['slow']:.2f}); the fast clients hit the cap almost always, so the ratio falls from "
+            f"{k20['fast'] / k20['slow']:.2f} to {k5['fast'] / k5['slow']:.2f}.",
+            f"Slow mean 32: predicted {slow32[0]:.2f}, simulated {slow32[1]:.2f} (20,000 time units, seed 0): they "
+            "agree; the prediction holds for any exponential mean.",
+            f"Half-normal steps of scale 2 (mean 1.6), window 10, K = 20: afl's pmf gives E[E ∧ K] = "
+            f"{sum(k * p for k, p in enumerate(pmf)):.3f}, a Monte Carlo of 20,000 clients {mc:.3f} (E is no longer "
+            "Poisson: the steps are less variable, so the count is too)."]
+
+
+def _key_01() -> list[str]:
+    from afl.sim import Exponential, contact_steps_pmf
+    pmf = {c: contact_steps_pmf(Exponential(m), 1, 100, 20, 10.0) for c, m in (("fast", 2.0), ("slow", 8.0))}
+    a1 = {c: float(1 - p[0]) for c, p in pmf.items()}
+    own = {c: _contact_mean(m, 20) for c, m in (("fast", 2.0), ("slow", 8.0))}
+    return [f"K = 1: α = P(E ≥ 1): fast {a1['fast']:.3f}, slow {a1['slow']:.3f}; the unweighted progress is "
+            f"already nearly equal ({a1['fast'] / a1['slow']:.2f}×): little bias left to correct.",
+            f"A fast client reweighted with the slow class's α carries {own['fast'] / own['slow']:.2f} steps' worth "
+            f"on average instead of 1, a slow one with the fast class's α {own['slow'] / own['fast']:.2f}: the bias "
+            "returns in proportion to the misestimate.",
+            "The quick ablation and the committed paper-setting result: `results/favas/ablation/favas-ablation.md` "
+            "(restart matters, the literal 1/α shrinks the steps; see exercise 01's last answer)."]
+
+
+def _key_02() -> list[str]:
+    from afl.theory.ghbm import unseen_fraction_moment
+    tau = 1
+    while unseen_fraction_moment(500, 10, tau) > 0.01:
+        tau += 1
+    return ["E[U] = Σ_i P(i unseen) = n ((n − s)/n)^τ. By Jensen (or Var U ≥ 0), E[U²] ≥ E[U]², so "
+            "(E[U]/n)² ≤ E[(U/n)²]: the square of the mean underestimates.",
+            f"n = 500, s = 10, eps = 0.01: τ = {tau} rounds (1/C = 50).",
+            "With τ = 1 the momentum is one round's: GHBM and FedCM/FedADC coincide; the gap to GHBM with τ ≈ 1/C is "
+            "the clients the one-round window has not seen."]
+
+
+def _key_03() -> list[str]:
+    from afl.compress import QSGDQuantizer
+    per = {b: QSGDQuantizer(4, b).bits(400) / 400 for b in (8, 400)}
+    return ["With one scale for 400 coordinates the quantizer does not shrink errors (Example B.1: the error bound "
+            "exceeds 1), so the error left by a broadcast is sent again, amplified, with the next difference. "
+            f"Bits per coordinate at 4 bits: buckets of 8 cost {per[8]:.1f}, one bucket of 400 {per[400]:.2f}.",
+            "Without staleness weights the runs with many stale updates (many clients in flight, slow clients) get "
+            "worse: stale updates then count as much as fresh ones.",
+            "FLSim's scalar quantizer rounds deterministically: it fails the unbiasedness check (its mean over draws "
+            "is not x) but keeps the sign and the levels. The hidden state does not need unbiasedness: it needs the "
+            "error to shrink (Definition 2.1's δ), which a fine enough deterministic grid gives."]
+
+
+def _key_04() -> list[str]:
+    from afl.theory.fedast import realloc_optimum
+    sigma2, tau = [0.2, 1.8, 1.8], [27, 27, 3]
+    paper = realloc_optimum(192, sigma2, 1.0, 0.01, tau, "paper")
+    code = realloc_optimum(192, sigma2, 1.0, 0.01, tau, "code")
+    return ["Compare the shares with the stacked R_m of notebook 04 section 4: the measured ones follow the "
+            "estimated σ_m of each round, so they move around eq. (7)'s shares.",
+            f"A, B, C = easy τ 27, hard τ 27, hard τ 3, R = 192: eq. (7) gives {', '.join(f'{x:.0f}' for x in paper)}; "
+            f"the code's rule {', '.join(f'{x:.0f}' for x in code)} (it favours the task with few local steps).",
+            "With replacement the R requests are always in flight, so arrivals form a Poisson stream of rate Rλ and "
+            "b of them take b/(Rλ). Without replacement the rate falls as requests finish: R λ, (R − 1) λ, …, so "
+            "b arrivals take Σ_{k=0..b−1} 1/((R − k) λ) = (H_R − H_{R−b})/λ, more than b/(Rλ)."]
+
+
+#: each exercise notebook's "Going further": an answer key computed by afl (numbers from running it)
+FURTHER = {"00_simulator": _key_00, "01_favas": _key_01, "02_ghbm": _key_02, "03_qafel": _key_03,
+           "04_fedast": _key_04}
+
+
 def minutes(time: str) -> int:
     return int(re.match(r"(\d+)", time)[1])
 
@@ -96,6 +184,12 @@ def week_page(week: int, work: str, assessment: str, order: dict) -> str:
             lines += ["## Written answers: model answers and rubric", "", RUBRIC, ""]
             for k, (question, answer) in enumerate(written_answers(sol), 1):
                 lines += [f"{k}. *{question}*", "", f"   **Model answer.** {answer}", ""]
+    for name in names:
+        key = FURTHER.get(name.removeprefix("exercises/").removesuffix("_ex")) if name.endswith("_ex") else None
+        if key is not None:
+            lines += ["## Going further: answer key (computed by afl)", ""]
+            lines += [f"{k}. {text}" for k, text in enumerate(key(), 1)]
+            lines.append("")
     for name in names:
         quiz = QUIZZES.get(f"knowledge_{name.split('_')[0]}")
         if quiz is not None and (NOTEBOOKS / f"{name}.py").is_file():
