@@ -217,7 +217,8 @@ def archive(out: Path, to: Path, max_file_mb: float, max_files: int, max_total_m
     and ``max_total_mb`` together. The results go first; a checkpoint goes in only where it fits (else it is named
     as left out). Returns the archives written."""
     for name, value in (("--max-file-mb", max_file_mb), ("--max-total-mb", max_total_mb)):
-        check_real(name, value, 0, strict_low=True)
+        if not value > 0:                                      # no limit: infinity
+            raise ParameterError(name, value, "a size in MB above 0 (or no such option: no limit)")
     if int(max_files) != max_files or max_files < 1:
         raise ParameterError("--max-files", max_files, "a whole number of files, at least 1")
     out, to = Path(out), Path(to)
@@ -231,8 +232,8 @@ def archive(out: Path, to: Path, max_file_mb: float, max_files: int, max_total_m
         if len(written) == max_files:
             say(f"afl plan archive: {folder} left out: {max_files} files at most")
             continue
-        files = [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()
-                 and not p.name.endswith(".part")]
+        files = [p for p in sorted(folder.glob("*") if folder == out else folder.rglob("*"))
+                 if p.is_file() and not p.is_symlink() and not p.name.endswith(".part")]
         kept = [p for p in files if not _saved_state(p.relative_to(folder))]
         room = min(max_file_mb, max_total_mb - total) * 1e6 - sum(p.stat().st_size for p in kept)
         for p in (p for p in files if p not in kept):
@@ -241,7 +242,8 @@ def archive(out: Path, to: Path, max_file_mb: float, max_files: int, max_total_m
                 room -= p.stat().st_size
             else:
                 say(f"afl plan archive: {p} ({p.stat().st_size / 1e6:.1f} MB) left out: over the limits")
-        target = to / f"{folder.relative_to(out).as_posix().replace('/', '-') or 'out'}.tar.gz"
+        rel = folder.relative_to(out).as_posix()
+        target = to / f"{'plan' if rel == '.' else rel.replace('/', '-')}.tar.gz"       # '.': the run's report
         if target.is_symlink():
             raise ParameterError("--to", str(to), f"a folder without symbolic links ({target.name} is one)")
         part = target.with_name(target.name + ".part")

@@ -4,6 +4,7 @@ sources, a job run under a time limit and passed over once finished, archives wi
 clear errors of missing or damaged inputs; nothing written through a symbolic link."""
 import json
 import lzma
+import math
 import tarfile
 from pathlib import Path
 
@@ -173,6 +174,10 @@ def test_archives_keep_to_the_callers_limits_and_go_back_in_place(tmp_path, caps
     _job_folder(out, "a/small", 0.1)
     _job_folder(out, "b", 3.0)
     _job_folder(out, "c", 0.1)
+    (out / "plan-report.json").write_text("[]")
+    assert [p.name for p in plan.archive(out, tmp_path / "all", math.inf, 10, math.inf)] == [
+        "plan.tar.gz", "a-small.tar.gz", "b.tar.gz", "c.tar.gz"]                     # no limit given: all of it
+    (out / "plan-report.json").unlink()
     written = plan.archive(out, tmp_path / "to", max_file_mb=1.0, max_files=2, max_total_mb=64)
     assert [p.name for p in written] == ["a-small.tar.gz", "b.tar.gz"]
     said = capsys.readouterr().out

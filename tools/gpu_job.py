@@ -209,14 +209,16 @@ def fleet(out: Path, seconds: float, cpu: bool) -> None:
 
 
 #: GHBM's CIFAR-10 protocol for the end-to-end rate: the headline's five methods as one fleet, 200 rounds
-GHBM_RATE = ["ghbm-table2", "--seeds", "1", "--set", "splits=noniid", "--set",
-             "methods=fedavg,fedcm,ghbm,localghbm,fedhbm", "--set", "rounds=200", "--set", "eval_every=20"]
+GHBM_RATE = {"splits": "noniid", "methods": "fedavg,fedcm,ghbm,localghbm,fedhbm", "rounds": 200, "eval_every": 20}
+#: what ``--cpu-test`` changes of it (a tiny run)
+GHBM_CPU_TEST = {"rounds": 2, "eval_every": 1, "last": 1, "test_samples": 500}
 
 
 def ghbm_rate(out: Path, seconds: float, cpu: bool) -> None:
     """The end-to-end rate of GHBM's CIFAR-10 protocol (``out/ghbm-cifar10-rate``, a source for rates.json)."""
-    argv = GHBM_RATE + (["--set", "rounds=2", "--set", "eval_every=1", "--set", "last=1", "--set", "test_samples=500",
-                         "--device", "cpu"] if cpu else ["--device", "cuda"])
+    sets = GHBM_RATE | (GHBM_CPU_TEST if cpu else {})
+    argv = ["ghbm-table2", "--seeds", "1", *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")],
+            "--device", "cpu" if cpu else "cuda"]
     row = timed_repro(argv, out / "ghbm-cifar10-rate", seconds)
     with open(out / "bench.jsonl", "a") as f:
         f.write(json.dumps(row | {"probe": "ghbm end to end"}) + "\n")
