@@ -20,7 +20,8 @@ TIME = dict(total_time=60.0, eval_every=20.0)
 #: each algorithm's settings on the tiny federation
 RUN = {"favas": dict(K=K, lr=LR, s=S, server_interval=7.0), "quafl": dict(K=K, lr=LR, s=S, server_interval=7.0),
        "fedbuff": dict(K=K, lr=LR, Z=2, server_time=3.0), "fedavg": dict(K=K, lr=LR, s=S, server_time=3.0),
-       "qafel": dict(K=K, lr=LR, Z=2, server_time=3.0)}
+       "qafel": dict(K=K, lr=LR, Z=2, server_time=3.0), "fedasync": dict(K=K, lr=LR, server_time=3.0),
+       "ca2fl": dict(K=K, lr=LR, Z=2, server_time=3.0), "fadas": dict(K=K, lr=LR, Z=2, server_time=3.0)}
 
 
 def federation(partition="shards", dtype=torch.float64, seed=SEED):
@@ -37,14 +38,18 @@ class Reference:
         self.flat = FlatModel(self.module)
         self.streams = ClientStreams(fed.queue.streams.parts, B, seed=SEED)
 
-    def train(self, start, batches, steps, lr):
+    def train(self, start, batches, steps, lr, rho=0.0):
+        """``steps`` SGD steps from ``start``; ``rho``: on ``f + rho/2 ||w - start||^2`` (a proximal pull)."""
         m = copy.deepcopy(self.module)
         self.flat.load_into(start, m)
+        anchor = [p.detach().clone() for p in m.parameters()]
         opt = torch.optim.SGD(m.parameters(), lr=lr)
         for q in range(steps):
             idx = batches[q]
             opt.zero_grad()
             nn.functional.cross_entropy(m(DATA.train_x[idx]), DATA.train_y[idx]).backward()
+            for p, a in zip(m.parameters(), anchor):
+                p.grad.add_(p.detach() - a, alpha=rho)
             opt.step()
         return self.flat.flatten(m)
 

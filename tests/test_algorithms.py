@@ -247,9 +247,9 @@ def test_bad_run_length_names_the_parameter(kw, name):
 def test_registry_and_misplaced_settings():
     assert set(REGISTRY) == {"fedavg", "quafl", "fedbuff", "favas", "qafel", "fedavgm", "fedprox", "scaffold",
                              "scaffold-m", "feddyn", "adabest", "mime", "mimemom", "mimelitemom", "fedcm", "fedadc",
-                             "ghbm", "ghbm-server", "localghbm", "fedhbm"}
+                             "ghbm", "ghbm-server", "localghbm", "fedhbm", "fedasync", "ca2fl", "fadas"}
     with pytest.raises(ParameterError, match="algorithm"):
-        run_algorithm("fedasync", federation(), **TIME)
+        run_algorithm("fedasgd", federation(), **TIME)
     with pytest.raises(ParameterError) as err:                   # s belongs to other algorithms, not FedBuff
         run_algorithm("fedbuff", federation(), **TIME, s=2)
     msg = str(err.value)

@@ -286,6 +286,15 @@ def times_buffer_from_one(b, R, lam):
     return b / lam, sum(1 / k for k in range(1, R + 1)) / lam
 
 
+def mix_without_staleness(w, x_new, staleness, alpha, a):
+    return (1 - alpha) * w + alpha * x_new
+
+
+def mix_swapped(w, x_new, staleness, alpha, a):
+    weight = alpha / (1 + staleness) ** a
+    return weight * w + (1 - weight) * x_new
+
+
 #: checker -> two typical wrong answers, each with a fragment of the hint it must give
 TYPICAL_MISTAKES = {
     "check_expected_steps": [(poisson_mean_uncapped, "without the cap"), (poisson_capped_mean, "caps the average")],
@@ -305,6 +314,7 @@ TYPICAL_MISTAKES = {
     "check_hidden_state": [(hidden_quantizes_model, "QAFeL's ablation"), (hidden_forgets_to_add, "hidden + q")],
     "check_realloc": [(realloc_by_variance, "not the variance"), (realloc_equal, "equal split")],
     "check_round_times": [(times_one_client, "slowest of R"), (times_buffer_from_one, "rate R lam")],
+    "check_fedasync_mix": [(mix_without_staleness, "not alpha alone"), (mix_swapped, "goes to the arriving model")],
 }
 
 

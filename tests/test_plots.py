@@ -25,7 +25,8 @@ def test_colours_are_fixed_by_method_not_by_order():
     assert sb[style("favas-normalized")["label"]][0] == sb[style("favas")["label"]][0]   # a variant: same colour
     assert sb[style("favas-normalized")["label"]][1] != sb[style("favas")["label"]][1]   # another line style
     families = {"fedavg", "quafl", "fedbuff", "favas", "qafel", "no hidden state",       # QAFeL's ablation: its own
-                "fedprox", "scaffold", "feddyn", "mime", "fedcm", "ghbm", "fedhbm"}      # GHBM's families
+                "fedprox", "scaffold", "feddyn", "mime", "fedcm", "ghbm", "fedhbm",      # GHBM's families
+                "fedasync", "ca2fl", "fadas"}                                           # beyond the papers
     assert len({c for c, _, _ in METHOD_STYLES.values()}) == len(families)              # one colour per algorithm
     assert style("some-new-method") == style("some-new-method")                          # stable fallback
 

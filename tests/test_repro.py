@@ -21,8 +21,9 @@ def test_settings_follow_the_paper():
     assert paper.run_kwargs("favas")["reweighting"] == "literal" and paper.run_kwargs("favas")["lr"] == 0.5
     assert paper.run_kwargs("favas-normalized")["reweighting"] == "normalized"
     assert paper.run_kwargs("quafl-lattice14")["quantizer"] == "lattice:14:1e-4"
-    assert set(paper.methods) == {m for m, method in fr.METHODS.items() if not method.ablation}
+    assert set(paper.methods) == {m for m, method in fr.METHODS.items() if method.in_paper}
     assert fr.reference("favas-mixing") is None and fr.reference("favas") is not None
+    assert fr.reference("qafel") is None and fr.reference("fedasync") is None       # beyond the paper: no row
     ablation = fr.setting("favas-ablation", quick=False)
     assert ablation.run_kwargs("favas-noreweight")["reweighting"] == "none"
     assert ablation.run_kwargs("favas-mixing")["client_mixing"] is True
@@ -63,7 +64,7 @@ def test_run_experiment_writes_json_markdown_png(tmp_path):
     paths = fr.run_experiment("favas-table2", quick=True, out=tmp_path, progress=False, splits=("iid",), **TINY)
     assert [p.name for p in paths] == ["favas-table2.json", "favas-table2.md", "favas-table2.png"]
     result = json.loads(paths[0].read_text())
-    table2 = {m for m, method in fr.METHODS.items() if not method.ablation}
+    table2 = {m for m, method in fr.METHODS.items() if method.in_paper}
     assert set(result["rows"]) == table2 and set(result["rows"]["fedavg"]) == {"iid"}
     assert {"mean", "std", "per_seed"} <= set(result["rows"]["favas"]["iid"])
     assert result["config"]["n"] == 8 and len(result["runs"]) == len(table2)

@@ -13,12 +13,11 @@ from afl import claims as c
 from afl import scoreboard as sb
 from afl.cli import main
 from afl.papers import PAPERS
-from afl.repro import EXPERIMENTS, canonical_out, committed, repo_root
+from afl.repro import EXPERIMENTS, PAPER_FOLDERS, canonical_out, committed, repo_root
 
 ROOT = repo_root(Path(__file__).parent)
 T2 = ROOT / "results/favas/table2/favas-table2.json"
 #: the papers' folders under results/ (an experiment's first word)
-PAPER_FOLDERS = {name.split("-")[0] for name in EXPERIMENTS}
 
 
 def test_the_committed_scoreboard_is_what_afl_report_writes():
@@ -217,6 +216,12 @@ def test_the_provenance_of_every_committed_result_is_recorded():
 
 
 # ---------------------------------------------------------------------------------------------- results' layout
+def folder(experiment: str) -> str:
+    """The folder of results/ an experiment's results live in: its paper's, or its own beyond the papers."""
+    paper = experiment.split("-")[0]
+    return paper if paper in PAPER_FOLDERS else experiment
+
+
 def test_results_are_laid_out_by_paper():
     """Every committed result lives in results/<paper>/...; each experiment's default --out is its paper's folder."""
     assert not [p for p in (ROOT / "results").glob("*.json") if p.name != "provenance.json"]
@@ -224,10 +229,12 @@ def test_results_are_laid_out_by_paper():
         if "measurements" in path.parts or path.name == "provenance.json":
             continue
         data = json.loads(path.read_text())
-        paper = data["experiment"].split("-")[0] if "experiment" in data else None    # a tool's probe: any paper's
+        paper = folder(data["experiment"]) if "experiment" in data else None     # a tool's probe: any paper's
         assert path.relative_to(ROOT / "results").parts[0] in ({paper} if paper else set(PAPER_FOLDERS)), path
     for name in EXPERIMENTS:
-        assert canonical_out(name).startswith(f"results/{name.split('-')[0]}/")
+        out = canonical_out(name)
+        assert out == f"results/{name}" if folder(name) == name else out.startswith(f"results/{folder(name)}/")
+    assert canonical_out("async-family") == "results/async-family"              # beyond the papers: its own folder
     assert canonical_out("ghbm-table2", dataset="shakespeare") == "results/ghbm/shakespeare"
     assert canonical_out("ghbm-table2", quick=True) == "results/ghbm/fashion-mnist"
     assert committed("favas-table2")["experiment"] == "favas-table2"

@@ -21,8 +21,8 @@ from ..jobs import JobQueue
 from ..models import build_model
 from ..sim.speeds import SpeedProfile, two_speed
 from ..streams import ClientStreams
-from . import (feddyn, favas, fedavg, fedbuff, fedcm, fedprox, ghbm, mime, qafel,  # noqa: F401
-               quafl, scaffold)  # each registers its algorithms
+from . import (ca2fl, fadas, feddyn, favas, fedasync, fedavg, fedbuff, fedcm, fedprox, ghbm, mime,  # noqa: F401
+               qafel, quafl, scaffold)  # each registers its algorithms
 from .base import Federation, History, Learner, Settings, TargetReached
 from .registry import REGISTRY, Algorithm, get, register, synchronous
 from .state import ClientState

@@ -25,6 +25,9 @@ server steps take no time, so ``server_time`` must be 0).
 its simulator on, runs FedBuff (with a local learning rate of ``lr Z / n``). With 100 always-busy clients and
 Z = 10 the updates are about 9 server steps stale (19 for slow clients) and the first ten server steps all
 apply updates computed at the initial model; Nguyen et al. bound the clients in flight by a concurrency.
+
+:class:`Buffered` is the learner of this protocol without FedBuff's server step: QAFeL changes what clients start
+from and receive, FedAsync, CA2FL and FADAS the server step (:meth:`Buffered.step`).
 """
 from __future__ import annotations
 
@@ -47,17 +50,13 @@ REDUCERS = ("mean", "sum")
 
 
 @dataclass(frozen=True)
-class FedBuffSettings(Settings):
-    """FedBuff: buffer ``Z`` (FAVAS: 10), ``concurrency`` (None: every client), server lr, momentum and reducer,
-    staleness weight, the simulated time a server step takes (``server_time``, 10 in the QuAFL code), and
-    optionally an ``arrival_rate`` of clients (``arrivals``: ``"constant"`` or ``"poisson"``)."""
+class BufferedSettings(Settings):
+    """What every buffered asynchronous method shares (FedBuff, QAFeL, FedAsync, CA2FL, FADAS): buffer ``Z``,
+    ``concurrency`` (None: every client), the simulated time a server step takes (``server_time``, 10 in the QuAFL
+    code), and optionally an ``arrival_rate`` of clients (``arrivals``: ``"constant"`` or ``"poisson"``)."""
 
     Z: int = 10
     concurrency: int | None = None
-    server_lr: float = 1.0
-    server_momentum: float = 0.0
-    reducer: str = "mean"
-    staleness: str = "none"
     server_time: float = 10.0
     arrival_rate: float | None = None
     arrivals: str = "constant"
@@ -70,12 +69,8 @@ class FedBuffSettings(Settings):
             check_real("arrival_rate", self.arrival_rate, 0, strict_low=True)
             check_real("server_time", self.server_time, 0, 0, hint="0 with arrival_rate: server steps take no time "
                                                                    "in the arrival model")
-        check_real("server_momentum", self.server_momentum, 0, 1, strict_high=True)
-        check_choice("reducer", self.reducer, REDUCERS)
         if self.concurrency is not None:
             check_int("concurrency", self.concurrency, self.Z, hint="at least Z, or None for every client")
-        check_real("server_lr", self.server_lr, 0, strict_low=True)
-        check_choice("staleness", self.staleness, STALENESS)
         check_real("server_time", self.server_time, 0)
 
     def check_federation(self, fed) -> None:
@@ -84,17 +79,33 @@ class FedBuffSettings(Settings):
             check_int("concurrency", self.concurrency, self.Z, fed.n, hint="Z to n, or None for every client")
 
 
-class FedBuff(Learner):
-    """FedBuff learner: every started client trains K steps; the server applies buffers of Z updates.
+@dataclass(frozen=True)
+class FedBuffSettings(BufferedSettings):
+    """FedBuff: server lr, momentum and reducer, and the staleness weight (FAVAS's FedBuff: none)."""
 
-    Subclasses change what a client starts from (:meth:`start_model`), what reaches the server of an update
-    (:meth:`received`) and what follows a server step (:meth:`after_step`)."""
+    server_lr: float = 1.0
+    server_momentum: float = 0.0
+    reducer: str = "mean"
+    staleness: str = "none"
 
-    def __init__(self, fed, history, cfg: FedBuffSettings):
+    def __post_init__(self):
+        super().__post_init__()
+        check_real("server_momentum", self.server_momentum, 0, 1, strict_high=True)
+        check_choice("reducer", self.reducer, REDUCERS)
+        check_real("server_lr", self.server_lr, 0, strict_low=True)
+        check_choice("staleness", self.staleness, STALENESS)
+
+
+class Buffered(Learner):
+    """A buffered asynchronous learner: every started client trains K steps from what :meth:`start_model` gives
+    it; at each server step the buffered updates ``Delta_j = w_start - w_end`` pass :meth:`received` (what the
+    server holds of them) and :meth:`step` applies them; :meth:`after_step` follows (QAFeL broadcasts).
+    ``self.hook``: a correction of the clients' local steps (FedAsync's proximal pull), None for plain SGD."""
+
+    hook = None
+
+    def __init__(self, fed, history, cfg: BufferedSettings):
         super().__init__(fed, history, cfg)
-        self.server_lr, self.weight = float(cfg.server_lr), STALENESS[cfg.staleness]
-        self.momentum, self.reducer = float(cfg.server_momentum), cfg.reducer
-        self.velocity = torch.zeros_like(self.w)
         self.version = 0
         self.jobs = {}
 
@@ -107,29 +118,49 @@ class FedBuff(Learner):
         """What the server holds of the buffered updates ``(Z, P)`` (unchanged: full precision)."""
         return updates
 
+    def step(self, clients: list[int], updates, starts: list, staleness: list[int]) -> None:
+        """The server step from the buffered ``updates`` ``(Z, P)`` of ``clients``, trained from ``starts``,
+        each ``staleness`` server steps old."""
+        raise NotImplementedError
+
     def after_step(self) -> None:
         """After the server model changed (nothing here; QAFeL broadcasts)."""
 
     def on_start(self, client: int, t: float) -> None:
         start = self.start_model()
-        self.jobs[client] = (self.queue.submit(client, start, self.K, self.lr), start, self.version)
+        job = self.queue.submit(client, start, self.K, self.lr, hook=self.hook)
+        self.jobs[client] = (job, start, self.version)
 
     def on_server_step(self, t, contacts) -> None:
         self.history.record(t, self.w)
-        updates, weights = [], []
+        updates, starts, staleness = [], [], []
         for c in contacts:
             job, start, version = self.jobs.pop(c.client)
             updates.append(start - job.result())
-            weights.append(self.weight(self.version - version))
-        received = self.received(torch.stack(updates))
-        g = (torch.as_tensor(weights, dtype=self.w.dtype, device=self.w.device)[:, None] * received).sum(0)
-        if self.reducer == "mean":
-            g = g / len(contacts)
-        self.velocity = self.momentum * self.velocity + g if self.momentum else g
-        self.w = self.w - self.server_lr * self.velocity
+            starts.append(start)
+            staleness.append(self.version - version)
+        self.step([c.client for c in contacts], self.received(torch.stack(updates)), starts, staleness)
         self.version += 1
         self.count(contacts, downloads=0)
         self.after_step()
+
+
+class FedBuff(Buffered):
+    """FedBuff learner: the server applies the staleness-weighted mean (or sum) of Z updates with server momentum."""
+
+    def __init__(self, fed, history, cfg: FedBuffSettings):
+        super().__init__(fed, history, cfg)
+        self.server_lr, self.weight = float(cfg.server_lr), STALENESS[cfg.staleness]
+        self.momentum, self.reducer = float(cfg.server_momentum), cfg.reducer
+        self.velocity = torch.zeros_like(self.w)
+
+    def step(self, clients, updates, starts, staleness) -> None:
+        weights = torch.as_tensor([self.weight(tau) for tau in staleness], dtype=self.w.dtype, device=self.w.device)
+        g = (weights[:, None] * updates).sum(0)
+        if self.reducer == "mean":
+            g = g / len(clients)
+        self.velocity = self.momentum * self.velocity + g if self.momentum else g
+        self.w = self.w - self.server_lr * self.velocity
 
 
 register("fedbuff", FedBuffSettings, FedBuff, buffered,

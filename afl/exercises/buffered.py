@@ -9,7 +9,10 @@
 * :data:`check_qsgd_bits`: ``qsgd_bits(d, bits, bucket)`` = ``bits d + 32 ceil(d / bucket)`` (one float32 scale per
   bucket, or per vector when ``bucket`` is None);
 * :data:`check_hidden_state`: ``hidden_update(hidden, w_new, quantize)`` = ``hidden + quantize(w_new - hidden)``
-  (QAFeL eqs. (3)-(4)).
+  (QAFeL eqs. (3)-(4));
+* :data:`check_fedasync_mix`: ``fedasync_mix(w, x_new, staleness, alpha, a)`` = ``(1 - alpha_t) w + alpha_t x_new``
+  with ``alpha_t = alpha (staleness + 1)^(-a)`` (FedAsync's server, Xie et al. 2019, polynomial staleness; notebook
+  01, section 4b; :mod:`afl.algorithms.fedasync`).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import math
 
 import torch
 
+from ..algorithms.fedasync import staleness_function
 from ..algorithms.fedbuff import STALENESS
 from ..compress import QSGDQuantizer
 from .checking import ERROR, WRONG, Exercise, Mistake, Unfinished, call_text, show
@@ -212,3 +216,47 @@ check_qsgd = QSGDExercise(
     implementations=("afl.compress:QSGDQuantizer", "afl.compress:make_quantizer"))
 
 __all__ = ["check_buffered_step", "check_qsgd", "check_qsgd_bits", "check_hidden_state"]
+
+
+def _mix_cases(rng):
+    d = 3
+    w, x = torch.tensor(rng.normal(size=d)), torch.tensor(rng.normal(size=d))
+    yield {"w": w, "x_new": x, "staleness": 0, "alpha": 0.6, "a": 0.5}       # fresh: no damping
+    yield {"w": w, "x_new": x, "staleness": 0, "alpha": 1.0, "a": 0.5}       # fresh, alpha 1: the client's model
+    yield {"w": w, "x_new": x, "staleness": 3, "alpha": 0.6, "a": 0.5}       # (3 + 1)^-0.5 = 1/2
+    yield {"w": w, "x_new": w.clone(), "staleness": 5, "alpha": 0.9, "a": 1.0}   # the same model: nothing moves
+    yield {"w": w, "x_new": x, "staleness": 40, "alpha": 0.9, "a": 2.0}      # very stale: almost ignored
+    for _ in range(8):
+        d = int(rng.integers(2, 6))
+        yield {"w": torch.tensor(rng.normal(size=d)), "x_new": torch.tensor(rng.normal(size=d)),
+               "staleness": int(rng.integers(0, 20)), "alpha": round(float(rng.uniform(0.1, 1.0)), 2),
+               "a": round(float(rng.uniform(0.2, 2.0)), 2)}
+
+
+def _mix(weight=lambda alpha, tau, a: alpha * staleness_function(f"poly:{a}")(tau), swap=False, keep=False):
+    def mix(w, x_new, staleness, alpha, a):
+        alpha_t = weight(alpha, staleness, a)
+        if keep:
+            return w + alpha_t * x_new
+        return (1 - alpha_t) * x_new + alpha_t * w if swap else (1 - alpha_t) * w + alpha_t * x_new
+    return mix
+
+
+check_fedasync_mix = Exercise(
+    name="check_fedasync_mix", signature="fedasync_mix(w, x_new, staleness, alpha, a)", reference=_mix(),
+    cases=_mix_cases, source="FedAsync's server update with polynomial staleness (Xie et al. 2019)",
+    implementations=("afl.algorithms.fedasync:staleness_function",),
+    idea="FedAsync (Xie et al. 2019, Algorithm 1 and Sec. 5.2): the server blends the arriving model into its own "
+         "at once, with a mixing weight that shrinks the staler the arriving model is.",
+    hint="alpha_t = alpha (staleness + 1)^(-a), then (1 - alpha_t) w + alpha_t x_new.",
+    mistakes=(
+        Mistake(_mix(lambda alpha, tau, a: alpha), "damp stale models: the weight is alpha (staleness + 1)^(-a), "
+                                                  "not alpha alone."),
+        Mistake(_mix(lambda alpha, tau, a: alpha * (tau + 1.0) ** a), "the exponent is -a: a staler model must weigh "
+                                                                      "less, (staleness + 1)^(-a)."),
+        Mistake(_mix(lambda alpha, tau, a: alpha * max(tau, 1) ** -a),
+                "add one to the staleness before the power: a fresh model (staleness 0) gets the full alpha, "
+                "and staleness 1 already halves it at a = 1."),
+        Mistake(_mix(swap=True), "the weight alpha_t goes to the arriving model x_new, 1 - alpha_t to the server's."),
+        Mistake(_mix(keep=True), "a weighted average, not a sum: the server's model keeps 1 - alpha_t of itself."),
+    ))

@@ -9,16 +9,21 @@ from ..errors import check, check_choice
 from .runner import read_result
 from . import favas, fedast, ghbm, qafel
 
+#: the four papers' folders of results/ (an experiment named ``<paper>-...`` lives in its paper's)
+PAPER_FOLDERS = ("favas", "qafel", "ghbm", "fedast")
 #: experiment name -> module that computes it
 EXPERIMENTS = {name: module for module in (favas, qafel, ghbm, fedast) for name in module.EXPERIMENTS}
 
 
 def canonical_out(name: str, quick: bool = False, **overrides) -> str:
-    """``results/<paper>/<experiment>``: where experiment ``name``'s canonical result lives, the default ``--out``;
+    """``results/<paper>/<experiment>``: where experiment ``name``'s canonical result lives, the default ``--out``
+    (``results/<experiment>`` for one beyond the four papers);
     GHBM's Table 2 by its dataset (``results/ghbm/cifar10``, ``/shakespeare``, ``/fashion-mnist``). A run of another
     setting lives beside it, in a sub-folder whose name says the setting."""
     check_choice("experiment", name, EXPERIMENTS)
     paper, _, short = name.partition("-")
+    if paper not in PAPER_FOLDERS:                  # beyond the four papers (``async-family``): a folder of its own
+        return f"results/{name}"
     if name == "ghbm-table2":
         short = ghbm.setting(name, quick=quick, **overrides).dataset.removesuffix("-jpeg")
     return f"results/{paper}/{short}"
@@ -96,4 +101,5 @@ def report(result: dict, per_run: bool = True) -> str:
     return EXPERIMENTS[result["experiment"]].report(result, per_run=per_run)
 
 
-__all__ = ["EXPERIMENTS", "canonical_out", "committed", "estimate", "repo_root", "run_experiment", "replot", "report"]
+__all__ = ["EXPERIMENTS", "PAPER_FOLDERS", "canonical_out", "committed", "estimate", "repo_root", "run_experiment",
+           "replot", "report"]

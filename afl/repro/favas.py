@@ -26,6 +26,8 @@ from functools import partial as partial_fn
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.favas import MODES
 from ..budget import MAX_BATCH, SAMPLE_CLIENTS, Work, busy_clients_work, fields_of
@@ -124,12 +126,19 @@ class FavasSetting:
 class Method:
     """A row of the tables: ``algorithm`` run with ``settings(cfg)``; ``source`` says where the variant comes
     from (its colour, line style and label in pictures: :func:`afl.plots.style`); an ``ablation`` removes one
-    ingredient of a method and has no paper row."""
+    ingredient of a method, and a method ``beyond`` the paper is one FAVAS does not compare with: neither has a
+    paper row."""
 
     algorithm: str
     source: str
     settings: Callable[[FavasSetting], dict]
     ablation: bool = False
+    beyond: bool = False
+
+    @property
+    def in_paper(self) -> bool:
+        """Whether the paper's Table 2 has this method's row."""
+        return not (self.ablation or self.beyond)
 
 
 def _clocked(c: FavasSetting, **extra) -> dict:
@@ -137,7 +146,7 @@ def _clocked(c: FavasSetting, **extra) -> dict:
 
 
 def _buffered(c: FavasSetting, **extra) -> dict:
-    return dict(K=c.K, Z=c.Z, server_time=c.server_time, **extra)
+    return dict(K=c.K, Z=c.Z, server_time=c.server_time) | extra
 
 
 METHODS: dict[str, Method] = {
@@ -162,13 +171,31 @@ METHODS: dict[str, Method] = {
     "favas-mixing": Method("favas", "ablation: FAVAS with QuAFL's client mixing instead of the restart",
                            lambda c: _clocked(c, mode=c.mode, reweighting="literal", client_mixing=True),
                            ablation=True),
+    # beyond the paper: the asynchronous methods the field compares against, on FAVAS's clock (``async-family``);
+    # each with s clients in flight and FAVAS's local steps and lr, as FedBuff's row
+    "fedasync": Method("fedasync", "Xie et al.: alpha 0.6, s = (tau+1)^-0.5 (the paper's); s in flight, lr as FAVAS",
+                       lambda c: _buffered(c, Z=1, lr=c.lr, concurrency=c.concurrency or c.s, alpha=0.6,
+                                           mixing="poly:0.5"), beyond=True),
+    "ca2fl": Method("ca2fl", "Wang et al. 2024: cached-update calibration, eta 1; s in flight, lr as FAVAS",
+                    lambda c: _buffered(c, lr=c.lr, concurrency=c.concurrency or c.s, server_lr=1.0), beyond=True),
+    "fadas": Method("fadas", "Wang et al. 2024: AMSGrad server, tau_c 1; eta 0.01 ours (a probe); s in flight",
+                    lambda c: _buffered(c, lr=c.lr, concurrency=c.concurrency or c.s, server_lr=0.01, tau_c=1),
+                    beyond=True),
+    "qafel": Method("qafel", "Ortega & Jafarkhani: 4-bit both ways (FLSim's channel, as the paper ran), hidden "
+                    "state, 1/sqrt(1+tau); s in flight",
+                    lambda c: _buffered(c, lr=c.lr, concurrency=c.concurrency or c.s, staleness="sqrt",
+                                        client_quantizer="scalar:4", server_quantizer="scalar:4"), beyond=True),
 }
+
+#: the asynchronous family raced on FAVAS's clock (``afl repro async-family``): FedAvg as the synchronous
+#: reference, then one row per method, each as its paper describes it
+ASYNC_FAMILY = ("fedavg", "fedasync", "fedbuff", "ca2fl", "fadas", "favas", "qafel")
 
 
 def reference(method: str) -> dict | None:
     """The paper's Table 2 row of ``method``'s algorithm."""
     known = METHODS.get(method)
-    return PAPER_TABLE2.get(known.algorithm) if known and not known.ablation else None
+    return PAPER_TABLE2.get(known.algorithm) if known and known.in_paper else None
 
 
 #: The ablation: FAVAS, each of its two ingredients removed in turn, and QuAFL (both removed, lr (s+1)/s).
@@ -191,6 +218,9 @@ EXPERIMENTS = {
                     FavasSetting(dataset="cifar10-jpeg", normalize=True, model="resnet20", lr=0.005, n=20, s=4,
                                  Z=2, K=2, batch=16, total_time=60, eval_every=20, seeds=1,
                                  splits=("noniid_2of3_fast",))),
+    "async-family": (FavasSetting(seeds=5, methods=ASYNC_FAMILY, splits=("noniid_2of3_fast", "noniid_1of9_fast")),
+                     FavasSetting(total_time=1000, eval_every=100, seeds=5, methods=ASYNC_FAMILY,
+                                  splits=("noniid_2of3_fast", "noniid_1of9_fast"))),
     "favas-fig3b": (FavasSetting(dataset="tinyimagenet", normalize=True, model="resnet18", lr=0.1,
                                  total_time=10000, eval_every=500, seeds=1, splits=("iid",)),
                     FavasSetting(dataset="tinyimagenet", normalize=True, model="resnet18", lr=0.1, n=10, s=2, Z=2,
@@ -318,6 +348,28 @@ def plot_accuracy(runs: list[dict], ax=None, title=None):
     return plot_curves(curves(runs), ax=ax, ylabel="test accuracy (%)", scale=100, title=title)
 
 
+def upload_curves(runs: list[dict]) -> dict:
+    """Accuracy curves as :func:`curves`, each against the uploads its runs had made by each evaluation (the mean
+    over seeds: the runs of a method upload at nearly the same pace); evaluations before the first upload are
+    left out (the initial model, the same for every method)."""
+    out = curves(runs)
+    for method, c in out.items():
+        uploads = np.mean([r["curve"]["uploads"] for r in runs if r["method"] == method], axis=0)
+        keep = uploads > 0
+        c["time"], c["runs"] = uploads[keep], [list(np.asarray(acc)[keep]) for acc in c["runs"]]
+    return out
+
+
+def plot_accuracy_vs_uploads(runs: list[dict], ax=None, title=None):
+    """Accuracy against uploads, on a log scale: FAVAS's server contacts s clients every step and uploads far more
+    than the buffered methods."""
+    from ..plots import plot_curves
+    ax = plot_curves(upload_curves(runs), ax=ax, ylabel="test accuracy (%)", scale=100, title=title,
+                     xlabel="uploads to the server (mean over seeds, log scale)")
+    ax.set_xscale("log")
+    return ax
+
+
 def plot_variance(runs: list[dict], ax=None, title=None):
     from ..plots import plot_curves
     return plot_curves(curves(runs, "variance"), ax=ax, ylabel=r"$\sum_i \|w_i - w\|^2$", logy=True, title=title)
@@ -386,6 +438,13 @@ def figure(result: dict):
     if experiment == "favas-table2":
         fig = Figure(figsize=(12, 4.5))
         plot_table2(result["rows"], ax=fig.subplots(), title=f"{title}: ours (bars) vs paper (black marks)")
+    elif experiment == "async-family":
+        fig = Figure(figsize=(15, 4.4 * len(cfg["splits"])))
+        for (left, right), split in zip(fig.subplots(len(cfg["splits"]), 2, squeeze=False), cfg["splits"]):
+            part = [r for r in runs if r["split"] == split]
+            plot_accuracy(part, ax=left, title=f"{title}\n{SPLIT_NAMES[split]}: accuracy on one clock")
+            left.get_legend().remove()             # one legend per row, beside the right panel
+            plot_accuracy_vs_uploads(part, ax=right, title=f"{SPLIT_NAMES[split]}: accuracy per upload")
     elif any("variance" in r["curve"] for r in runs):
         fig = Figure(figsize=(15, 4.5))
         axes = fig.subplots(1, 2)
@@ -429,4 +488,5 @@ def report(result: dict, per_run: bool = True) -> str:
 
 __all__ = ["METHODS", "Method", "SPLITS", "PAPER_ROWS", "PAPER_COLUMNS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS",
            "setting", "compute_run", "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2",
-           "plot_accuracy", "plot_variance", "grid", "same_run", "run_experiment", "write_result", "report"]
+           "plot_accuracy", "plot_variance", "upload_curves", "plot_accuracy_vs_uploads", "ASYNC_FAMILY", "grid",
+           "same_run", "run_experiment", "write_result", "report"]
