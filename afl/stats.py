@@ -43,19 +43,36 @@ def t_quantile(p: float, df: int) -> float:
     return (lo + hi) / 2
 
 
+def t_interval(values, level: float = 0.95) -> dict:
+    """The mean of ``values`` and its ``level`` confidence interval from the t distribution (ddof = 1); ``n``
+    values. Interval None with fewer than two values; everything None without any."""
+    v = np.asarray(list(values), dtype=float)
+    if v.size == 0:
+        return {"mean": None, "low": None, "high": None, "n": 0}
+    mean = float(v.mean())
+    if v.size < 2:
+        return {"mean": mean, "low": None, "high": None, "n": 1}
+    half = t_quantile(0.5 + level / 2, v.size - 1) * float(v.std(ddof=1)) / np.sqrt(v.size)
+    return {"mean": mean, "low": mean - half, "high": mean + half, "n": int(v.size)}
+
+
 def paired_ratio(values, baseline, level: float = 0.95) -> dict:
     """The ratio of ``values`` to ``baseline`` paired by seed (None: that seed never reached; such pairs are left
     out): the geometric mean of the per-seed ratios and its ``level`` confidence interval from the t distribution
     of their logarithms (ddof = 1); ``n`` pairs. Interval None with fewer than two pairs."""
-    logs = np.log([v / b for v, b in zip(values, baseline) if v is not None and b is not None and b > 0 and v > 0])
-    if logs.size == 0:
-        return {"ratio": None, "low": None, "high": None, "n": 0}
-    mean = float(logs.mean())
-    if logs.size < 2:
-        return {"ratio": float(np.exp(mean)), "low": None, "high": None, "n": 1}
-    half = t_quantile(0.5 + level / 2, logs.size - 1) * float(logs.std(ddof=1)) / np.sqrt(logs.size)
-    return {"ratio": float(np.exp(mean)), "low": float(np.exp(mean - half)), "high": float(np.exp(mean + half)),
-            "n": int(logs.size)}
+    logs = t_interval(np.log([v / b for v, b in zip(values, baseline)
+                              if v is not None and b is not None and b > 0 and v > 0]), level)
+    exp = {k: None if logs[k] is None else float(np.exp(logs[k])) for k in ("mean", "low", "high")}
+    return {"ratio": exp["mean"], "low": exp["low"], "high": exp["high"], "n": logs["n"]}
+
+
+def paired_difference(values, baseline, level: float = 0.95) -> dict:
+    """The mean of ``values - baseline`` paired by seed (every pair: both lists hold one value per seed) and its
+    ``level`` confidence interval from the t distribution (ddof = 1), as :func:`t_interval`."""
+    values, baseline = list(values), list(baseline)
+    if len(values) != len(baseline) or any(x is None for x in values + baseline):
+        raise ValueError(f"paired_difference: one value per seed on both sides, got {values} and {baseline}")
+    return t_interval([v - b for v, b in zip(values, baseline)], level)
 
 
 def error_bars(stds) -> list[float]:

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from afl.stats import error_bars, mean_std, paired_ratio, pm, series_mean_std, t_quantile
+from afl.stats import error_bars, mean_std, paired_difference, paired_ratio, pm, series_mean_std, t_quantile
 
 
 def test_the_spread_over_seeds_is_the_sample_standard_deviation():
@@ -31,3 +31,16 @@ def test_t_quantiles_and_a_paired_ratio_with_its_interval():
     assert r["n"] == 3 and r["ratio"] == pytest.approx(math.exp(logs.mean()))
     assert (r["low"], r["high"]) == pytest.approx((math.exp(logs.mean() - half), math.exp(logs.mean() + half)))
     assert paired_ratio([2.0], [1.0]) == {"ratio": 2.0, "low": None, "high": None, "n": 1}
+
+
+def test_a_paired_difference_with_its_interval():
+    d = paired_difference([52.0, 60.5, 47.0, 58.0], [50.0, 55.5, 48.0, 52.0])       # per seed: +2, +5, -1, +6
+    diffs = np.array([2.0, 5.0, -1.0, 6.0])
+    half = 3.182446 * diffs.std(ddof=1) / 2                                          # t(0.975, 3), 4 pairs
+    assert d["n"] == 4 and d["mean"] == pytest.approx(3.0)
+    assert (d["low"], d["high"]) == pytest.approx((3.0 - half, 3.0 + half), abs=1e-5)
+    assert paired_difference([1.0], [0.5]) == {"mean": 0.5, "low": None, "high": None, "n": 1}
+    with pytest.raises(ValueError, match="one value per seed"):
+        paired_difference([1.0, None], [0.5, 0.4])
+    with pytest.raises(ValueError, match="one value per seed"):
+        paired_difference([1.0, 2.0], [0.5])

@@ -40,7 +40,7 @@ from ..papers import favas as paper
 from ..plots import style
 from ..results import PartialRuns
 from ..runtime import resolve_device
-from ..stats import error_bars, mean_std, pm
+from ..stats import error_bars, mean_std, paired_difference, pm
 from ..sim.speeds import two_speed
 from .runner import (MAX_SEEDS, Grid, base_setting, compute, execute, heading, paper_difference, run_tasks,
                      same_settings, settings_record, title_tag, with_overrides, write_files)
@@ -324,6 +324,25 @@ def table2_markdown(rows: dict, with_paper: bool = True) -> str:
     return "\n".join(lines)
 
 
+def paired_markdown(runs: list[dict], baseline: str = "fedbuff") -> str:
+    """Each method's final accuracy minus ``baseline``'s, paired by seed (the same federation and speeds), per split:
+    the mean difference in points and its 95 % interval (:func:`afl.stats.paired_difference`)."""
+    final = {(r["split"], r["method"], r["seed"]): 100 * r["final_accuracy"] for r in runs}
+    splits = list(dict.fromkeys(r["split"] for r in runs))
+    methods = [m for m in dict.fromkeys(r["method"] for r in runs) if m != baseline]
+    seeds = sorted({r["seed"] for r in runs})
+    lines = [f"| method − {baseline} (points) | " + " | ".join(SPLIT_NAMES.get(sp, sp) for sp in splits) + " |",
+             "|---" * (len(splits) + 1) + "|"]
+    for m in methods:
+        cells = []
+        for sp in splits:
+            d = paired_difference([final[sp, m, s] for s in seeds], [final[sp, baseline, s] for s in seeds])
+            cells.append(f"{d['mean']:+.1f}" + (f" ({d['low']:+.1f} to {d['high']:+.1f})" if d["low"] is not None
+                                                  else ""))
+        lines.append(f"| {style(m)['label']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def curves(runs: list[dict], key: str = "accuracy") -> dict:
     """``{method: {"time", "runs"}}`` for :func:`afl.plots.plot_curves`."""
     out: dict = {}
@@ -477,6 +496,10 @@ def report(result: dict, per_run: bool = True) -> str:
         f"Seeds: {cfg['seeds']}. Final test accuracy (%) at simulated time {cfg['total_time']:g}"
         + (", mean ± std over seeds." if cfg["seeds"] > 1 else ".") + "".join(" " + n for n in notes), "",
         table2_markdown(result["rows"], with_paper=result["paper"] is not None)]
+    if result["experiment"] == "async-family" and "fedbuff" in cfg["methods"] and cfg["seeds"] > 1:
+        lines += ["", f"Paired by seed (the same clients, data and speeds for every method), against FedBuff: the "
+                  f"mean difference of final accuracy over the {cfg['seeds']} seeds, in points, with its 95 % "
+                  "interval (t distribution).", "", paired_markdown(runs)]
     if not per_run:
         return "\n".join(lines)
     lines += ["", "| method | split | seed | final acc. (%) | client steps | server steps | wall s | client steps/s |",
@@ -488,5 +511,5 @@ def report(result: dict, per_run: bool = True) -> str:
 
 __all__ = ["METHODS", "Method", "SPLITS", "PAPER_ROWS", "PAPER_COLUMNS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS",
            "setting", "compute_run", "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2",
-           "plot_accuracy", "plot_variance", "upload_curves", "plot_accuracy_vs_uploads", "ASYNC_FAMILY", "grid",
+           "plot_accuracy", "plot_variance", "paired_markdown", "upload_curves", "plot_accuracy_vs_uploads", "ASYNC_FAMILY", "grid",
            "same_run", "run_experiment", "write_result", "report"]

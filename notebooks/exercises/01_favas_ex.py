@@ -18,13 +18,15 @@
 #
 # **Goal.** Write the three formulas that make FAVAS (Leconte et al. 2023) unbiased: the reweighting `α` of eq. (1),
 # the upload of Algorithm 1 (line 24) and the server average of Sec. 4; then check that reweighted uploads carry
-# the same expected progress for fast and slow clients, and see in accuracy what each ingredient does.
+# the same expected progress for fast and slow clients, and see in accuracy what each ingredient does. Last,
+# beyond the paper, FedAsync's server: how it mixes in a stale model.
 #
-# **Before:** exercise 00 and notebook `01_favas` (section 1). **Time:** 40 minutes.
+# **Before:** exercise 00 and notebook `01_favas` (sections 1 and 4b). **Time:** 50 minutes.
 #
 # **Glossary.** `E_i`: the local steps client i could finish before the server's request; it sends `E_i ∧ K`.
 # `pmf[e] = P(E = e)`. `α_i`: its reweighting (eq. (1); deterministic or stochastic, Sec. 4). `w_init`: the model
 # the client started from; `w`: its model now. `s`: clients contacted per server step; `K`: the cap on local steps.
+# Staleness (FedAsync): the server steps made since the arriving model's client started.
 #
 # Write your code where a cell says `# your code here` (replace the `raise NotImplementedError`), run the cell, then
 # its check.
@@ -42,7 +44,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from afl.exercises import check_alpha, check_server_average, check_unbiased_upload, mine_or_reference
+from afl.exercises import (check_alpha, check_fedasync_mix, check_server_average, check_unbiased_upload,
+                           mine_or_reference)
 from afl.plots import style
 from afl.repro import committed
 from afl.sim import Exponential, contact_steps_pmf
@@ -174,6 +177,33 @@ if result is not None:
                  "(error bars: ± std over seeds)")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     plt.show()
+
+# %% [markdown]
+# **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
+
+# %% [markdown]
+# ## 6. Beyond the paper: FedAsync's mixing (walkthrough section 4b)
+#
+# FedAsync takes every arriving model at once and blends it into the server's, trusting it less the staler it is.
+# Write the server's new model from its current one `w`, the arriving model `x_new`, the arriving model's staleness
+# (server steps since its client started), the mixing weight `alpha` and the polynomial staleness function's
+# exponent `a`. **Predict before you write:** with `a = 1`, how stale must a model be for its weight to fall to a
+# quarter of `alpha`?
+
+# %%
+def fedasync_mix(w, x_new, staleness, alpha, a):
+    """The server's model after FedAsync mixes in ``x_new``, ``staleness`` steps old (Xie et al. 2019, Alg. 1)."""
+    # your code here
+    raise NotImplementedError
+
+
+# %%
+check_fedasync_mix(fedasync_mix)
+
+# %% [markdown]
+# **Derive.** FedAsync with a constant weight (`a = 0`) and FedBuff with a buffer of one (`Z = 1`, no staleness
+# weight, server lr `η`) both move the server model towards each arriving client. Write both steps with
+# `Δ = x_start − x_new` and say when they are the same step.
 
 # %% [markdown]
 # **Your answer.** *(Write it here before you run on; your teacher has a model answer.)*
