@@ -30,6 +30,7 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "fedasync": ("#8c564b", "-", "FedAsync (α = 0.6, polynomial staleness)"),
     "ca2fl": ("#e7ba52", "-", "CA2FL (cached-update calibration)"),
     "fadas": ("#7b4173", "-", "FADAS (AMSGrad server, delay-adaptive)"),
+    "fadas-code": ("#7b4173", "--", "FADAS as the authors' code runs it"),
     "qafel": ("#d62728", "-", "QAFeL (4-bit both ways, FLSim's channel)"),
     "favas (deterministic)": ("#1f77b4", "-", "FAVAS, deterministic α (Table 1)"),
     "favas (stochastic)": ("#1f77b4", "--", "FAVAS, stochastic α (Table 1)"),

@@ -181,6 +181,9 @@ METHODS: dict[str, Method] = {
     "fadas": Method("fadas", "Wang et al. 2024: AMSGrad server, tau_c 1; eta 0.01 ours (a probe); s in flight",
                     lambda c: _buffered(c, lr=c.lr, concurrency=c.concurrency or c.s, server_lr=0.01, tau_c=1),
                     beyond=True),
+    "fadas-code": Method("fadas", "FADAS as the authors' code runs it: bias-corrected moments, eta/tau_max; eta 0.01",
+                         lambda c: _buffered(c, lr=c.lr, concurrency=c.concurrency or c.s, server_lr=0.01, tau_c=1,
+                                             form="code"), beyond=True),
     "qafel": Method("qafel", "Ortega & Jafarkhani: 4-bit both ways (FLSim's channel, as the paper ran), hidden "
                     "state, 1/sqrt(1+tau); s in flight",
                     lambda c: _buffered(c, lr=c.lr, concurrency=c.concurrency or c.s, staleness="sqrt",
@@ -511,5 +514,5 @@ def report(result: dict, per_run: bool = True) -> str:
 
 __all__ = ["METHODS", "Method", "SPLITS", "PAPER_ROWS", "PAPER_COLUMNS", "PAPER_TABLE2", "FavasSetting", "EXPERIMENTS",
            "setting", "compute_run", "compute_runs", "run_grid", "table2", "table2_markdown", "curves", "plot_table2",
-           "plot_accuracy", "plot_variance", "paired_markdown", "upload_curves", "plot_accuracy_vs_uploads", "ASYNC_FAMILY", "grid",
-           "same_run", "run_experiment", "write_result", "report"]
+           "plot_accuracy", "plot_variance", "paired_markdown", "upload_curves", "plot_accuracy_vs_uploads",
+           "ASYNC_FAMILY", "grid", "same_run", "run_experiment", "write_result", "report"]
