@@ -1,8 +1,9 @@
 """The course's notation in one table: each symbol, what it means in which notebook, and how afl's code names it.
 
 The four papers reuse letters: ``τ`` is a staleness in FAVAS and QAFeL, GHBM's momentum window and FedAST's local
-steps; ``α`` is FAVAS's reweighting, FedCM's gradient weight and a Dirichlet concentration. The notebooks keep
-each paper's letter where the paper's equations are read beside them, rename where they can (notebook 03 writes
+steps; ``α`` is FAVAS's reweighting, FedAsync's mixing weight, FedCM's gradient weight and a Dirichlet
+concentration. The notebooks keep each paper's letter where the paper's equations are read beside them, rename
+where they can (notebook 03 writes
 the buffer ``Z``, the paper's ``K``, so that ``K`` is always a count of local steps), and say at the top which
 meaning holds. ``markdown()`` writes the table of the course map (``notebooks/README.md``), which a test keeps
 equal to it.
@@ -32,16 +33,18 @@ SYMBOLS = (
     Symbol("K", (("00a, 00, 01, 03, 05", "local steps: the cap a client stops at (FAVAS, QuAFL, FedBuff), or every "
                                          "round's count (FedAvg in 00a)", "`K`"),)),
     Symbol("J", (("02", "local steps per round (GHBM's letter for K)", "`J`"),)),
-    Symbol("τ", (("00, 03", "staleness: server steps since a client started", "`staleness`"),
+    Symbol("τ", (("00, 01, 03", "staleness: server steps since a client started", "`staleness`"),
                  ("02, 05", "the rounds averaged into GHBM's momentum", "`tau`"),
                  ("04, 05", "local steps per request (FedAST's `τ_m`)", "`steps`"))),
-    Symbol("Z", (("00, 03", "FedBuff's buffer: updates per server step (QAFeL's paper writes `K`)", "`Z`"),)),
+    Symbol("Z", (("00, 01, 03", "FedBuff's buffer: updates per server step (QAFeL's paper writes `K`)", "`Z`"),)),
     Symbol("b", (("04", "FedAST's buffer per task", "`buffers`"),)),
     Symbol("R", (("04", "requests in flight (per task `R_m`); `H_R` the harmonic number", "`requests`"),)),
     Symbol("E_i", (("00, 01", "the steps client i could finish before the server asks; it sends `E_i ∧ K`",
                     "`contact_steps_pmf`"),)),
     Symbol("Δ", (("00, 01", "the server clock's period (FAVAS, QuAFL)", "`interval`"),)),
     Symbol("α", (("01", "FAVAS's reweighting of client i, `α_i` (eq. (1))", "computed by `reweight_constants`"),
+                 ("01", "FedAsync's mixing weight of an arriving model, `α_t = α s(τ)` (section 4b only)",
+                  "`alpha` of `fedasync`"),
                  ("02", "FedCM's weight on the fresh gradient; FedDyn's regularisation weight", "`alpha`"),
                  ("02, data", "the Dirichlet concentration of a non-IID split (0: one class per client)",
                   "`partition(..., alpha=)`"))),

@@ -50,9 +50,10 @@
 # **Glossary.** `E_i ∧ K` the steps client i sends; `α_i` its reweighting (eq. (1)): `E[E_i ∧ K]` (deterministic) or
 # `P(E_i > 0)(E_i ∧ K)` (stochastic); `ᾱ` the clients' mean `E[E ∧ K]`; `s` clients contacted every `Δ = 10` time
 # units; `K = 20` the cap; Theorem 3's constants `a_i`, `b`; `C` the time a server step takes (Table 1).
-# **Which meaning holds here:** `α` is FAVAS's reweighting (not a Dirichlet concentration, as in 02's splits) and
-# `C` a time (in 02 and 05 it is the participation `s/n`). Every symbol: the course map's notation table
-# (`afl.glossary`).
+# **Which meaning holds here:** `α` is FAVAS's reweighting (not a Dirichlet concentration, as in 02's splits),
+# except in section 4b, where `α` is FedAsync's mixing weight and `τ` a staleness (server steps since a client
+# started); `C` is a time (in 02 and 05 it is the participation `s/n`). Every symbol: the course map's notation
+# table (`afl.glossary`).
 
 # %%
 try:                                        # without afl: how to get it, instead of an ImportError

@@ -30,3 +30,6 @@ def test_a_symbol_with_several_meanings_is_told_apart_per_notebook():
     assert [m for s, m in glossary.meanings_in("04") if s == "τ"] == ["local steps per request (FedAST's `τ_m`)"]
     assert dict(glossary.meanings_in("03"))["Z"].startswith("FedBuff's buffer")
     assert re.search(r"\| `τ` \| staleness", glossary.markdown())
+    alphas = [m for s, m in glossary.meanings_in("01") if s == "α"]       # 01's section 4b reads FedAsync's α
+    assert len(alphas) == 2 and "FedAsync" in alphas[1] and "section 4b" in alphas[1]
+    assert dict(glossary.meanings_in("01"))["τ"].startswith("staleness")
