@@ -145,6 +145,9 @@ QUIZZES = {q.name: q for q in (
         Question("The server averages the uploads of s = 20 contacted clients with its own model. By what number "
                  "does it divide the sum?", 21.0, "count the models in the average: the uploads and the server's "
                                                   "own (Sec. 4)."),
+        Question("Beyond the paper (section 4b): FedAsync mixes an arriving model in with weight alpha (tau + 1)^-a. "
+                 "With alpha = 0.6 and a = 0.5, what weight does a model 3 server steps stale get?", 0.3,
+                 "(3 + 1)^-0.5 = 1/2: three steps of staleness halve the weight alpha."),
     )),
     Quiz("knowledge_02", "Generalized heavy-ball momentum", (
         _mc("GHBM's momentum at round t is ...",
