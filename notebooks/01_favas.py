@@ -381,12 +381,18 @@ panel(show, controls, rows=[list(controls)[:3], list(controls)[3:]], run_button=
 # precision and with the QuAFL code's 14-bit lattice exchange (its server interval shortened to `10·14/32`).
 
 # %%
+def say_measured(result):
+    """Where a committed result comes from: its command, seeds, scale, length, clients and machine."""
+    seeds, cfg = result["config"]["seeds"], result["config"]
+    print(f"ours (measured): `{result['command']}`, {seeds} seed{'s' * (seeds != 1)}, "
+          f"{'QUICK (not paper)' if result['quick'] else 'paper'} scale, simulated time {cfg['total_time']:g}, "
+          f"n = {cfg['n']}, on {result['machine']}")
+
+
 table = committed("favas-table2")
 if table is not None:
     seeds = table["config"]["seeds"]
-    print(f"ours (measured): `{table['command']}`, {seeds} seed{'s' * (seeds != 1)}, "
-          f"{'QUICK (not paper)' if table['quick'] else 'paper'} scale, simulated time "
-          f"{table['config']['total_time']:g}, on {table['machine']}")
+    say_measured(table)
     display(Markdown("Final test accuracy (%), mean ± std over seeds; *(ours)* = measured here, "
                      "*(paper)* = paper's Table 2 for the method's algorithm, reference only.\n\n"
                      + table2_markdown(table["rows"])))
@@ -501,9 +507,7 @@ panel(show_family, family_controls, rows=[["mixing", "alpha"], ["Z", "slow_fract
 family = committed("async-family")
 if family is not None:
     seeds = family["config"]["seeds"]
-    print(f"ours (measured): `{family['command']}`, {seeds} seeds, "
-          f"{'QUICK' if family['quick'] else 'full'} length (simulated time {family['config']['total_time']:g}), "
-          f"n = {family['config']['n']}, on {family['machine']}")
+    say_measured(family)
     display(Markdown("Final test accuracy (%), mean ± std over seeds (no paper reports these methods in this "
                      "setting: nothing to compare with)\n\n" + table2_markdown(family["rows"], with_paper=False)))
     for split in family["config"]["splits"]:
