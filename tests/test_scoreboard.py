@@ -128,6 +128,32 @@ def test_a_probe_explains_only_where_its_own_rule_holds(tmp_path):
     assert "closing 50 % of the gap" in text
 
 
+def test_a_claim_reads_its_paper_scale_folder_where_committed_else_the_earlier_result(tmp_path):
+    """GHBM's Shakespeare cells read each method's 5-seed folder (runs/<method>-<split>) and, until it is
+    committed or where it does not cover the claim, the earlier one-seed table."""
+    shk = "results/ghbm/shakespeare"
+    (tmp_path / shk).mkdir(parents=True)
+    (tmp_path / shk / "ghbm-table2.json").write_text((ROOT / shk / "ghbm-table2.json").read_text())
+    ids = ("ghbm-t2-fedhbm-shakespeare-non-iid", "ghbm-t2-fedavg-shakespeare-non-iid",
+           "ghbm-shakespeare-fedhbm-beats-fedavg-noniid")
+
+    def read() -> dict:
+        v = _verdicts(tmp_path)
+        return {i: (v[i]["result"].removeprefix(shk + "/"), v[i]["afl"]["seeds"]) for i in ids}
+
+    assert set(read().values()) == {("ghbm-table2.json", 1)}
+    gains = []
+    for method in ("fedhbm", "fedavg"):
+        folder = tmp_path / shk / "runs" / f"{method}-noniid"
+        folder.mkdir(parents=True)
+        (folder / "ghbm-table2.json").write_text((ROOT / shk / "runs" / f"{method}-noniid/ghbm-table2.json").read_text())
+        seen = read()
+        assert seen[f"ghbm-t2-{method}-shakespeare-non-iid"] == (f"runs/{method}-noniid/ghbm-table2.json", 5)
+        gains.append(seen["ghbm-shakespeare-fedhbm-beats-fedavg-noniid"])
+    # FedHBM's gain needs both folders: with FedHBM's alone it reads the earlier table
+    assert gains == [("ghbm-table2.json", 1), ("runs/fedhbm-noniid/ghbm-table2.json", 5)]
+
+
 def test_afl_report_writes_and_checks_a_repository(tmp_path, capsys):
     root = _repo(tmp_path, _table(10))
     assert main(["report", "--check", "--root", str(root)]) == 1

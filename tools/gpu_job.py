@@ -72,15 +72,17 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
     card = "cpu" if cpu else torch.cuda.get_device_name(0)
     from afl import conv
     graphs_ok = os.environ.get("AFL_CUDA_GRAPHS", "1") == "1"
-    # (model, clients, precision, graphs, steps, cuDNN's own tuning, weight gradient)
-    plan = [("cnn-cifar", c, p, g, 8, False, w) for c in (10, 100, 400)
-            for p, g, w in (("fp32", False, "cudnn"), ("fp32", True, "cudnn"), ("bf16", True, "cudnn"),
-                            ("fp32", False, "matmul"), ("bf16", True, "matmul"), ("fp32", True, "auto"),
-                            ("bf16", True, "auto"))]
-    plan += [("resnet20", c, p, g, 4, False, w) for c in (10, 100, 400)
-             for p, g, w in (("fp32", False, "cudnn"), ("bf16", True, "cudnn"), ("bf16", True, "matmul"),
-                             ("bf16", True, "auto"))]
-    plan += [("cnn-cifar", 400, "bf16", True, 8, True, "cudnn")]
+    # (model, clients, precision, graphs, steps, cuDNN's own tuning, weight gradient): the targets' rows (400
+    # clients a call) first, so that a job short of time still measures them, then 100 and 10 clients
+    cnn = (("bf16", True, "cudnn"), ("bf16", True, "matmul"), ("fp32", True, "cudnn"), ("fp32", True, "matmul"),
+           ("bf16", True, "auto"), ("fp32", False, "cudnn"), ("fp32", True, "auto"), ("fp32", False, "matmul"))
+    resnet = (("bf16", True, "cudnn"), ("bf16", True, "matmul"), ("bf16", True, "auto"), ("fp32", False, "cudnn"))
+    plan = []
+    for c in (400, 100, 10):
+        plan += [("cnn-cifar", c, p, g, 8, False, w) for p, g, w in cnn]
+        plan += [("resnet20", c, p, g, 4, False, w) for p, g, w in resnet]
+        if c == 400:
+            plan += [("cnn-cifar", 400, "bf16", True, 8, True, "cudnn")]
     plan = [row for row in plan if graphs_ok or not row[3]]
     if cpu:
         plan = [("cnn-cifar", 2, "fp32", False, 2, False, "cudnn")]
@@ -156,7 +158,7 @@ def profile(out: Path, cpu: bool) -> None:
 
 #: what the fleet step runs on the CPU instead (``--cpu-test``): FAVAS's quick grid, 100 time units, 2 processes
 CPU_FLEET = ["--quick", "--seeds", "1", "--set", "total_time=100", "--device", "cpu", "--processes", "2"]
-#: the fleet figure's command (issue 41: under 60 s on one H100; 145 s on an H200, results/favas/table2/h200-processes)
+#: the fleet figure's command (issue 41: under 60 s on one H100; 135 s on an H200, results/measurements/h200-2026-11-27)
 FLEET = ["--seeds", "10", "--device", "cuda", "--processes", "8"]
 
 

@@ -218,19 +218,24 @@ def verdict(claim: Claim, results: Results) -> dict:
            "rule": claim.rule.text, "result": None, "afl": None}
     if claim.unsupported:
         return row | {"status": NOT_RUN, "why": claim.unsupported, "command": None, "cost": None}
-    if not results.has(claim.result):
-        return row | _not_run(claim, results, f"no result committed at results/{claim.result}.json")
-    result = results.get(claim.result)
-    try:
-        m = claim.measure.of(result)
-    except NotCovered as missing:
-        return row | _not_run(claim, results, str(missing))
+    name, m, missing = None, None, f"no result committed at results/{claim.result}.json"
+    for candidate, measure in ((claim.result, claim.measure), *claim.earlier):
+        if not results.has(candidate):
+            continue
+        try:
+            name, m = candidate, measure.of(results.get(candidate))
+            break
+        except NotCovered as why:
+            missing = missing if candidate != claim.result else str(why)
+    if m is None:
+        return row | _not_run(claim, results, missing)
+    result = results.get(name)
     judgement = claim.rule.judge(m)
     data = result.data
     try:
         computed, measured = differences(data)
         substitute = data_difference(claim, data)
-        where, origin = device(data), provenance(results, claim.result, data)
+        where, origin = device(data), provenance(results, name, data)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise BadResult(result.file, "experiment/config/runs", "a result as afl repro writes it: its setting cannot "
                         f"be read ({type(error).__name__}: {error})") from None
@@ -240,7 +245,7 @@ def verdict(claim: Claim, results: Results) -> dict:
     probe = _probe(claim, results, m) if judgement == FAILS and claim.probe else None
     return row | {
         "status": status(judgement, reduced, m.n, probe and probe["judgement"], claim.exact), "judgement": judgement,
-        "result": f"results/{claim.result}.json",
+        "result": f"results/{name}.json",
         "afl": {"value": m.value, "low": m.low, "high": m.high, "seeds": m.n, "censored": m.censored,
                 "note": m.note, "text": measured_text(m, claim)},
         "scale": {"reduced": reduced, "quick": bool(data.get("quick")), "fields": {

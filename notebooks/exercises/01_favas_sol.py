@@ -203,7 +203,7 @@ if result is not None:
 # QuAFL's level on both non-IID splits (clients keep pulling towards their own two classes). Removing the
 # reweighting does *not* lower accuracy: `favas-noreweight` ends above `favas`, because the literal `1/α` also
 # shrinks every upload to one step's worth of progress, a server step about `ᾱ ≈ 10` times smaller. The fair
-# comparison is with FAVAS's `ᾱ/α` rule (same scale): `results/favas/table2/favas-table2.md` measured it at 96.2 / 89.3 / 88.8 %
+# comparison is with FAVAS's `ᾱ/α` rule (same scale): `results/favas/table2/favas-table2.md` measured it at 96.2 / 88.7 / 88.4 %
 # on the three splits, within a point of `favas-noreweight`. So in this setting the bias that `1/α` removes
 # (section 4) costs little accuracy; what the reweighting buys is the guarantee of Theorem 3, not a visible gain.
 
