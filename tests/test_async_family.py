@@ -160,3 +160,25 @@ def test_bad_settings_name_the_parameter(name, kw, param):
     with pytest.raises(ParameterError) as e:
         run_algorithm(name, federation(), **TIME, **{**RUN[name], **kw})
     assert param in str(e.value)
+
+
+def test_the_paired_table_pairs_by_seed_and_holds_partial_results():
+    from afl.plots import style
+    from afl.repro.favas import paired_markdown
+    from afl.stats import t_quantile
+
+    def runs(table):
+        return [{"split": "iid", "method": m, "seed": s, "final_accuracy": a} for (m, s), a in table.items()]
+
+    full = {("fedbuff", 0): 0.50, ("fedbuff", 1): 0.60, ("fedbuff", 2): 0.70,
+            ("fadas", 0): 0.55, ("fadas", 1): 0.62, ("fadas", 2): 0.80}
+    diffs = [5.0, 2.0, 10.0]
+    mean, sd = sum(diffs) / 3, math.sqrt(sum((d - sum(diffs) / 3) ** 2 for d in diffs) / 2)
+    half = t_quantile(0.975, 2) * sd / math.sqrt(3)
+    row = paired_markdown(runs(full)).splitlines()[-1]
+    assert row == f"| {style('fadas')['label']} | {mean:+.1f} ({mean - half:+.1f} to {mean + half:+.1f}) |"
+    partial = {k: v for k, v in full.items() if k != ("fadas", 2)}      # an interrupted run lacks seed 2 of FADAS
+    assert paired_markdown(runs(partial)).splitlines()[-1].endswith(", 2 seeds |")
+    alone = {k: v for k, v in full.items() if k[0] == "fadas"} | {("fedasync", 0): 0.4}
+    assert paired_markdown(runs(alone) + [{"split": "iid", "method": "fedbuff", "seed": 9,
+                                           "final_accuracy": 0.5}]).splitlines()[-1].endswith(" | – |")

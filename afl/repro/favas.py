@@ -329,7 +329,8 @@ def table2_markdown(rows: dict, with_paper: bool = True) -> str:
 
 def paired_markdown(runs: list[dict], baseline: str = "fedbuff") -> str:
     """Each method's final accuracy minus ``baseline``'s, paired by seed (the same federation and speeds), per split:
-    the mean difference in points and its 95 % interval (:func:`afl.stats.paired_difference`)."""
+    the mean difference in points and its 95 % interval (:func:`afl.stats.paired_difference`), over the seeds both
+    hold (a partial result may lack some: their count is printed where it is not every seed's); "–" where none."""
     final = {(r["split"], r["method"], r["seed"]): 100 * r["final_accuracy"] for r in runs}
     splits = list(dict.fromkeys(r["split"] for r in runs))
     methods = [m for m in dict.fromkeys(r["method"] for r in runs) if m != baseline]
@@ -339,9 +340,13 @@ def paired_markdown(runs: list[dict], baseline: str = "fedbuff") -> str:
     for m in methods:
         cells = []
         for sp in splits:
-            d = paired_difference([final[sp, m, s] for s in seeds], [final[sp, baseline, s] for s in seeds])
+            both = [s for s in seeds if (sp, m, s) in final and (sp, baseline, s) in final]
+            if not both:
+                cells.append("–")
+                continue
+            d = paired_difference([final[sp, m, s] for s in both], [final[sp, baseline, s] for s in both])
             cells.append(f"{d['mean']:+.1f}" + (f" ({d['low']:+.1f} to {d['high']:+.1f})" if d["low"] is not None
-                                                  else ""))
+                                                  else "") + (f", {len(both)} seeds" if len(both) < len(seeds) else ""))
         lines.append(f"| {style(m)['label']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
