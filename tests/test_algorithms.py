@@ -308,3 +308,15 @@ def test_staleness_weights_the_paper_and_flsim():
     for tau, paper, flsim in ((0, 1.0, math.sqrt(2)), (1, 1 / math.sqrt(2), 1.0), (8, 1 / 3, math.sqrt(2) / 3)):
         assert STALENESS["sqrt"](tau) == pytest.approx(paper) and STALENESS["sqrt-flsim"](tau) == pytest.approx(flsim)
     assert STALENESS["none"](8) == 1.0
+
+
+@pytest.mark.parametrize("name", ["favas", "fedavg", "fedbuff", "qafel"])
+def test_runs_on_one_federation_start_from_its_seed(name):
+    """A federation is not used up by a run: a second run on it, alone or after another method, draws the same
+    mini-batches as a run on a fresh one (before, it went on with the streams the first run had left)."""
+    fed = federation()
+    first = run_algorithm(name, fed, **TIME, **RUN[name])["model"]
+    run_algorithm("fedasync", fed, **TIME, **RUN["fedasync"])
+    again = run_algorithm(name, fed, **TIME, **RUN[name])["model"]
+    fresh = run_algorithm(name, federation(), **TIME, **RUN[name])["model"]
+    assert torch.equal(first, again) and torch.equal(first, fresh)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from afl.algorithms import run_algorithm
-from afl.algorithms.fedasync import staleness_function
+from afl.algorithms.fedbuff import staleness_weight
 from afl.errors import ParameterError
 from afl.fleet import run_fleet
 from reference import K, LR, RUN, TIME, Reference, federation, server_steps
@@ -72,10 +72,21 @@ def test_fedasync_matches_its_mixing_rule(mixing, concurrency, rho):
 
 
 def test_fedasync_staleness_functions_are_the_papers():
-    assert [staleness_function("poly:0.5")(t) for t in (0, 3, 8)] == pytest.approx([1, 0.5, 1 / 3])
-    hinge = staleness_function("hinge:10:4")
+    assert [staleness_weight("poly:0.5")(t) for t in (0, 3, 8)] == pytest.approx([1, 0.5, 1 / 3])
+    hinge = staleness_weight("hinge:10:4")
     assert [hinge(t) for t in (0, 4, 5, 7)] == pytest.approx([1, 1, 1 / 11, 1 / 31])
-    assert staleness_function("constant")(100) == 1.0
+    assert staleness_weight("constant")(100) == 1.0
+    # one parser for every buffered method: FedBuff's 1/sqrt(1 + tau) is FedAsync's poly:0.5, and FedBuff takes the
+    # families too; a bad spec names the parameter it came from
+    assert [staleness_weight("sqrt")(t) for t in range(9)] == pytest.approx(
+        [staleness_weight("poly")(t) for t in range(9)], rel=1e-15)
+    fed = federation()
+    paper, family = (run_algorithm("fedbuff", fed, **TIME, **{**RUN["fedbuff"], "staleness": w})["model"]
+                     for w in ("sqrt", "poly:0.5"))
+    torch.testing.assert_close(paper, family, **TOL)
+    for parameter, algorithm in (("staleness", "fedbuff"), ("mixing", "fedasync")):
+        with pytest.raises(ParameterError, match=parameter):
+            run_algorithm(algorithm, fed, **TIME, **{**RUN[algorithm], parameter: "hinge:10"})
 
 
 @pytest.mark.parametrize("concurrency", [None, 3])

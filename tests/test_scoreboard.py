@@ -146,7 +146,8 @@ def test_a_claim_reads_its_paper_scale_folder_where_committed_else_the_earlier_r
     for method in ("fedhbm", "fedavg"):
         folder = tmp_path / shk / "runs" / f"{method}-noniid"
         folder.mkdir(parents=True)
-        (folder / "ghbm-table2.json").write_text((ROOT / shk / "runs" / f"{method}-noniid/ghbm-table2.json").read_text())
+        source = ROOT / shk / "runs" / f"{method}-noniid/ghbm-table2.json"
+        (folder / "ghbm-table2.json").write_text(source.read_text())
         seen = read()
         assert seen[f"ghbm-t2-{method}-shakespeare-non-iid"] == (f"runs/{method}-noniid/ghbm-table2.json", 5)
         gains.append(seen["ghbm-shakespeare-fedhbm-beats-fedavg-noniid"])

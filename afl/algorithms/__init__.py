@@ -79,6 +79,7 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     (:func:`run_work`) is refused unless ``allow_large``.
     """
     algo = get(name)
+    fed.restart()
     history = History(fed.queue, eval_every, total_time, target=target)
     cfg = algo.make_settings(**settings)
     cfg.check_federation(fed)

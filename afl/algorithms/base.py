@@ -9,6 +9,7 @@ different round lengths are compared at the same moments (FAVAS Sec. 5, "total s
 """
 from __future__ import annotations
 
+import copy
 import time as _wall
 from collections import deque
 from dataclasses import dataclass, field
@@ -29,7 +30,9 @@ from .state import ClientState
 class Federation:
     """n clients: their lazy local trainer, their speeds, the initial model and the run's seed.
 
-    ``bits_per_param``: width of an unquantized parameter on the wire (32 for float32).
+    ``bits_per_param``: width of an unquantized parameter on the wire (32 for float32). Every run on a federation
+    starts its random streams (mini-batches, augmentation, dropout) where they stood when it was made
+    (:meth:`restart`), so two runs on one federation are paired: same seed, same batches.
     """
 
     queue: JobQueue
@@ -41,6 +44,12 @@ class Federation:
     def __post_init__(self):
         check(self.profile.n == len(self.queue.streams), "profile", f"{self.profile.n} clients",
               f"one speed per client of the partition ({len(self.queue.streams)})")
+        self._start = copy.deepcopy(self.queue.state_dict())
+
+    def restart(self) -> None:
+        """Put the random streams back where they stood when the federation was made (a run begins here)."""
+        self.queue.cancel_jobs()
+        self.queue.load_state_dict(copy.deepcopy(self._start))
 
     @property
     def n(self) -> int:

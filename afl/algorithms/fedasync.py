@@ -4,7 +4,8 @@ model into its own as soon as it arrives,
     x_t = (1 - alpha_t) x_{t-1} + alpha_t x_new,        alpha_t = alpha * s(t - tau)
 
 where ``x_new`` is the client's model after its local steps, trained from the server model of version ``tau``
-(``t - tau``: its staleness in server steps), and ``s`` the paper's staleness function (its Sec. 5.2):
+(``t - tau``: its staleness in server steps), and ``s`` the paper's staleness function (its Sec. 5.2;
+:func:`afl.algorithms.fedbuff.staleness_weight`):
 
     constant  s = 1
     poly:a    s = (t - tau + 1)^(-a)                               (the paper's experiments: a = 0.5)
@@ -17,37 +18,12 @@ took 0.005 or 0.01). One update per server step: the buffered protocol with ``Z 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from ..errors import ParameterError, check_int, check_real
-from .fedbuff import Buffered, BufferedSettings
+from ..errors import check_int, check_real
+from .fedbuff import Buffered, BufferedSettings, staleness_weight
 from .registry import buffered, register
 from .rounds import Drift
-
-#: the paper's staleness functions s(t - tau) with its experiments' parameters as defaults
-MIXING_DEFAULTS = {"constant": (), "poly": (0.5,), "hinge": (10.0, 4.0)}
-MIXING_FORMS = "'constant', 'poly' or 'poly:a' (a > 0), 'hinge' or 'hinge:a:b' (a > 0, b >= 0)"
-
-
-def staleness_function(spec: str):
-    """``s(staleness)`` from a spec: ``"constant"``, ``"poly"`` / ``"poly:0.5"``, ``"hinge"`` / ``"hinge:10:4"``."""
-    name, *values = str(spec).split(":")
-    if name not in MIXING_DEFAULTS or len(values) not in (0, len(MIXING_DEFAULTS[name])):
-        raise ParameterError("mixing", spec, MIXING_FORMS)
-    try:
-        params = tuple(float(v) for v in values) or MIXING_DEFAULTS[name]
-    except ValueError:
-        raise ParameterError("mixing", spec, MIXING_FORMS) from None
-    if not all(math.isfinite(v) for v in params) or (params and params[0] <= 0) or (name == "hinge" and params[1] < 0):
-        raise ParameterError("mixing", spec, MIXING_FORMS)
-    if name == "constant":
-        return lambda tau: 1.0
-    if name == "poly":
-        a = params[0]
-        return lambda tau: (tau + 1.0) ** -a
-    a, b = params
-    return lambda tau: 1.0 if tau <= b else 1.0 / (a * (tau - b) + 1.0)
 
 
 @dataclass(frozen=True)
@@ -64,7 +40,7 @@ class FedAsyncSettings(BufferedSettings):
         super().__post_init__()
         check_int("Z", self.Z, 1, 1, hint="1: FedAsync mixes each update in as it arrives")
         check_real("alpha", self.alpha, 0, 1, strict_low=True)
-        staleness_function(self.mixing)
+        staleness_weight(self.mixing, "mixing")
         check_real("rho", self.rho, 0)
 
 
@@ -73,7 +49,7 @@ class FedAsync(Buffered):
 
     def __init__(self, fed, history, cfg: FedAsyncSettings):
         super().__init__(fed, history, cfg)
-        self.alpha, self.s = float(cfg.alpha), staleness_function(cfg.mixing)
+        self.alpha, self.s = float(cfg.alpha), staleness_weight(cfg.mixing, "mixing")
         self.hook = Drift(pull=float(cfg.rho)) if cfg.rho else None
 
     def step(self, clients, updates, starts, staleness) -> None:

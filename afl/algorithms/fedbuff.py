@@ -36,16 +36,43 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import check_choice, check_int, check_real
+from ..errors import ParameterError, check_choice, check_int, check_real
 from ..sim.arrivals import ARRIVALS
 from .base import Learner, Settings
 from .registry import buffered, register
 
-#: staleness weights s(tau): none; FedBuff's 1/sqrt(1 + tau) (Nguyen et al. 2022, the QAFeL paper's Fig. 3); FLSim's
-#: PolynomialStalenessWeight (exponent 0.5, avg_staleness 1), the same divided by its value at tau = 1:
-#: sqrt(2 / (1 + tau)), a sqrt(2) larger step than "sqrt" at every tau (QAFeL's code ran it)
-STALENESS = {"none": lambda tau: 1.0, "sqrt": lambda tau: 1.0 / math.sqrt(1.0 + tau),
+#: named staleness weights s(tau): none (also "constant", FedAsync's name); FedBuff's 1/sqrt(1 + tau) (Nguyen et al.
+#: 2022, the QAFeL paper's Fig. 3; "poly:0.5" below); FLSim's PolynomialStalenessWeight (exponent 0.5, avg_staleness
+#: 1), the same divided by its value at tau = 1: sqrt(2 / (1 + tau)), a sqrt(2) larger step than "sqrt" at every tau
+#: (QAFeL's code ran it)
+STALENESS = {"none": lambda tau: 1.0, "constant": lambda tau: 1.0, "sqrt": lambda tau: 1.0 / math.sqrt(1.0 + tau),
              "sqrt-flsim": lambda tau: math.sqrt(2.0 / (1.0 + tau))}
+#: FedAsync's families of staleness functions (Xie et al. 2019, Sec. 5) with its experiments' parameters as defaults:
+#: ``poly:a`` is (1 + tau)^-a; ``hinge:a:b`` is 1 up to tau = b, then 1 / (a (tau - b) + 1)
+STALENESS_FAMILIES = {"poly": (0.5,), "hinge": (10.0, 4.0)}
+STALENESS_FORMS = ("'none' (or 'constant'), 'sqrt', 'sqrt-flsim', 'poly' or 'poly:a' (a > 0), 'hinge' or "
+                   "'hinge:a:b' (a > 0, b >= 0)")
+
+
+def staleness_weight(spec: str, parameter: str = "staleness"):
+    """``s(tau)`` from a spec (:data:`STALENESS`, :data:`STALENESS_FAMILIES`), one parser for every buffered method
+    (FedBuff's and QAFeL's ``staleness``, FedAsync's ``mixing``); a bad spec is an error naming ``parameter``."""
+    if spec in STALENESS:
+        return STALENESS[spec]
+    name, *values = str(spec).split(":")
+    if name not in STALENESS_FAMILIES or len(values) not in (0, len(STALENESS_FAMILIES[name])):
+        raise ParameterError(parameter, spec, STALENESS_FORMS)
+    try:
+        params = tuple(float(v) for v in values) or STALENESS_FAMILIES[name]
+    except ValueError:
+        raise ParameterError(parameter, spec, STALENESS_FORMS) from None
+    if not all(math.isfinite(v) for v in params) or params[0] <= 0 or (name == "hinge" and params[1] < 0):
+        raise ParameterError(parameter, spec, STALENESS_FORMS)
+    if name == "poly":
+        a = params[0]
+        return lambda tau: (tau + 1.0) ** -a
+    a, b = params
+    return lambda tau: 1.0 if tau <= b else 1.0 / (a * (tau - b) + 1.0)
 REDUCERS = ("mean", "sum")
 
 
@@ -93,7 +120,7 @@ class FedBuffSettings(BufferedSettings):
         check_real("server_momentum", self.server_momentum, 0, 1, strict_high=True)
         check_choice("reducer", self.reducer, REDUCERS)
         check_real("server_lr", self.server_lr, 0, strict_low=True)
-        check_choice("staleness", self.staleness, STALENESS)
+        staleness_weight(self.staleness)
 
 
 class Buffered(Learner):
@@ -150,7 +177,7 @@ class FedBuff(Buffered):
 
     def __init__(self, fed, history, cfg: FedBuffSettings):
         super().__init__(fed, history, cfg)
-        self.server_lr, self.weight = float(cfg.server_lr), STALENESS[cfg.staleness]
+        self.server_lr, self.weight = float(cfg.server_lr), staleness_weight(cfg.staleness)
         self.momentum, self.reducer = float(cfg.server_momentum), cfg.reducer
         self.velocity = torch.zeros_like(self.w)
 

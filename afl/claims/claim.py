@@ -59,10 +59,11 @@ class Claim:
     sentence; ``rule``: :mod:`afl.claims.rules`; ``measure``: how afl's number is read from ``result`` (a path under
     ``results/`` without ``.json``); ``run``: what computes that result; ``unsupported``: why afl cannot compute it
     (then no measure and no run); ``earlier``: ``(result, measure)`` pairs read, in order, where ``result`` is not
-    committed or does not cover the claim (a reduced result that the paper-scale run's folder replaces); ``data``: the datasets the paper used, by afl's names (a result on other data is
-    on substitute data); ``unit``, ``digits``: how afl's number is printed, in the paper's unit; ``seeds``: the
-    paper's runs behind it (None: its paper's usual count; 0: the paper does not say); ``quote``: the words of the
-    paper that state it, where a sentence does (:meth:`stated`)."""
+    committed or does not cover the claim (a reduced result that the paper-scale run's folder replaces); ``data``:
+    the datasets the paper used, by afl's names (a result on other data is on substitute data); ``unit``,
+    ``digits``: how afl's number is printed, in the paper's unit; ``seeds``: the paper's runs behind it (None: its
+    paper's usual count; 0: the paper does not say); ``quote``: the words of the paper that state it, where a
+    sentence does (:meth:`stated`)."""
 
     id: str
     paper: str

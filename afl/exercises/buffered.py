@@ -20,8 +20,7 @@ import math
 
 import torch
 
-from ..algorithms.fedasync import staleness_function
-from ..algorithms.fedbuff import STALENESS
+from ..algorithms.fedbuff import STALENESS, staleness_weight
 from ..compress import QSGDQuantizer
 from .checking import ERROR, WRONG, Exercise, Mistake, Unfinished, call_text, show
 
@@ -233,7 +232,7 @@ def _mix_cases(rng):
                "a": round(float(rng.uniform(0.2, 2.0)), 2)}
 
 
-def _mix(weight=lambda alpha, tau, a: alpha * staleness_function(f"poly:{a}")(tau), swap=False, keep=False):
+def _mix(weight=lambda alpha, tau, a: alpha * staleness_weight(f"poly:{a}")(tau), swap=False, keep=False):
     def mix(w, x_new, staleness, alpha, a):
         alpha_t = weight(alpha, staleness, a)
         if keep:
@@ -245,7 +244,7 @@ def _mix(weight=lambda alpha, tau, a: alpha * staleness_function(f"poly:{a}")(ta
 check_fedasync_mix = Exercise(
     name="check_fedasync_mix", signature="fedasync_mix(w, x_new, staleness, alpha, a)", reference=_mix(),
     cases=_mix_cases, source="FedAsync's server update with polynomial staleness (Xie et al. 2019)",
-    implementations=("afl.algorithms.fedasync:staleness_function",),
+    implementations=("afl.algorithms.fedbuff:staleness_weight",),
     idea="FedAsync (Xie et al. 2019, Algorithm 1 and Sec. 5.2): the server blends the arriving model into its own "
          "at once, with a mixing weight that shrinks the staler the arriving model is.",
     hint="alpha_t = alpha (staleness + 1)^(-a), then (1 - alpha_t) w + alpha_t x_new.",
