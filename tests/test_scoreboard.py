@@ -155,6 +155,18 @@ def test_a_claim_reads_its_paper_scale_folder_where_committed_else_the_earlier_r
     assert gains == [("ghbm-table2.json", 1), ("runs/fedhbm-noniid/ghbm-table2.json", 5)]
 
 
+def test_the_baselines_beyond_the_papers_quote_their_abstracts_and_read_the_async_family():
+    from afl.papers import beyond
+    statements = [v for v in vars(beyond).values() if isinstance(v, c.Statement)]
+    assert len(statements) == 3
+    for s in statements:
+        where, sentence = beyond.ABSTRACTS[s.paper]
+        assert s.source == where and s.quote in sentence
+    rows = sb.board(ROOT)["papers"][sb.BEYOND]["claims"]
+    assert len(rows) == 6 and {r["result"] for r in rows} == {"results/async-family/async-family.json"}
+    assert all(r["afl"]["seeds"] == 5 and r["scale"]["data"] and r["status"] != c.REPRODUCED for r in rows)
+
+
 def test_afl_report_writes_and_checks_a_repository(tmp_path, capsys):
     root = _repo(tmp_path, _table(10))
     assert main(["report", "--check", "--root", str(root)]) == 1
