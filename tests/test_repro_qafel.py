@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from afl.algorithms import make_federation, run_algorithm
 from afl.compress import make_quantizer
@@ -164,3 +165,29 @@ def test_a_dropout_run_is_the_same_alone_and_in_a_fleet_of_three(tmp_path, monke
     a, = json.loads(alone.read_text())["runs"]
     b, = [r for r in json.loads(fleet.read_text())["runs"] if r["method"] == "qafel_c4_s4"]
     assert a["curve"] == b["curve"] and a["upload_error"] == b["upload_error"] > 0
+
+
+def test_the_baselines_beyond_the_paper_take_fedbuffs_server_step():
+    """On QAFeL's protocol CA2FL's rate is Z x FedBuff's (it averages its buffer where FedBuff sums it): with every
+    cache still empty, CA2FL's first server step is FedBuff's, to float rounding; FedAsync's clients take FedBuff's
+    step lr x server_lr, and FADAS's too (its rate is fadas_lr); every method runs on the arrivals protocol with one
+    local step."""
+    from afl.sim import HalfNormal
+    from afl.sim.speeds import SpeedProfile
+    cfg = qr.setting("qafel-async-family", quick=True, **TINY)
+    data = synthetic(cfg)
+    parts = qr.user_parts(cfg, data, 0)
+    T = 0.5                 # simulated time: one server step by then (seed 0's arrivals and durations)
+
+    def first_step(method):
+        algorithm, kw = cfg.run_kwargs(method)
+        profile = SpeedProfile(["all"], np.zeros(len(parts), dtype=int), [HalfNormal(cfg.duration)])
+        fed = make_federation(data, qr.MODEL, len(parts), batch_size=cfg.batch, profile=profile, seed=0,
+                              parts=parts, model_kw=dict(variant="fedbuff", dropout=0.0), dtype=torch.float64)
+        out = run_algorithm(algorithm, fed, total_time=T, eval_every=T, **kw)
+        assert out["server_steps"] == 1 and kw["K"] == 1 and kw["arrival_rate"] == cfg.rate
+        return out["model"] - fed.init
+
+    torch.testing.assert_close(first_step("ca2fl"), first_step("fedbuff"), rtol=1e-12, atol=1e-15)
+    assert cfg.run_kwargs("fedasync")[1]["lr"] == cfg.lr * cfg.server_lr
+    assert cfg.run_kwargs("fadas")[1]["server_lr"] == cfg.fadas_lr and cfg.run_kwargs("fadas")[1]["lr"] == cfg.lr * cfg.server_lr

@@ -52,6 +52,7 @@ STALENESS = {"none": lambda tau: 1.0, "constant": lambda tau: 1.0, "sqrt": lambd
 STALENESS_FAMILIES = {"poly": (0.5,), "hinge": (10.0, 4.0)}
 STALENESS_FORMS = ("'none' (or 'constant'), 'sqrt', 'sqrt-flsim', 'poly' or 'poly:a' (a > 0), 'hinge' or "
                    "'hinge:a:b' (a > 0, b >= 0)")
+REDUCERS = ("mean", "sum")
 
 
 def staleness_weight(spec: str, parameter: str = "staleness"):
@@ -73,7 +74,6 @@ def staleness_weight(spec: str, parameter: str = "staleness"):
         return lambda tau: (tau + 1.0) ** -a
     a, b = params
     return lambda tau: 1.0 if tau <= b else 1.0 / (a * (tau - b) + 1.0)
-REDUCERS = ("mean", "sum")
 
 
 @dataclass(frozen=True)

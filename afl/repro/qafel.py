@@ -166,7 +166,12 @@ TABLE1_METHODS = ("fedbuff",) + tuple(f"qafel_c{c}_s{s}" for c in (8, 4, 2) for 
     "nohidden_c4_s4", "nohidden_c2_s2")
 TABLE2_METHODS = ("fedbuff", "qafel_c8_stopk", "qafel_c4_stopk", "qafel_c2_stopk")
 FIG3_METHODS = ("fedbuff", "qafel_c4_s4")
-_ROW = re.compile(r"^(?:fedbuff|(qafel|nohidden)_c([248])_s([248]|topk))$")
+#: the asynchronous baselines beyond the paper (FedAsync, CA2FL, FADAS) raced on QAFeL's protocol beside FedBuff
+#: and QAFeL 4/4 (``qafel-async-family``); their rates where QAFeL's protocol leaves them open are ours
+#: (:meth:`QafelSetting.run_kwargs`)
+BEYOND_METHODS = ("fedasync", "ca2fl", "fadas")
+ASYNC_FAMILY_METHODS = ("fedbuff", "qafel_c4_s4", *BEYOND_METHODS)
+_ROW = re.compile(r"^(?:fedbuff|fedasync|ca2fl|fadas|(qafel|nohidden)_c([248])_s([248]|topk))$")
 #: CIFAR-10's classes airplane, automobile, bird, cat, deer, dog, frog, horse, ship, truck -> vehicle (1) or not
 VEHICLES = (1, 1, 0, 0, 0, 0, 0, 0, 1, 1)
 DATASETS = ("cifar10-jpeg", "cifar10", "celeba")
@@ -214,6 +219,7 @@ class QafelSetting:
     methods: tuple = TABLE1_METHODS
     concurrencies: tuple = (None,)
     precision: str = "fp32"          # the engine's (afl.engine.PRECISIONS); "bf16" is opt-in mixed precision
+    fadas_lr: float = 1e-4           # FADAS's server rate (qafel-async-family; ours: the README's sweep)
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
@@ -225,7 +231,7 @@ class QafelSetting:
         check_int("max_size", self.max_size, 1, MAX_HELD // self.users,
                   hint=f"images per user at most, users x max_size at most {MAX_HELD:.0e}")
         check_real("alpha", self.alpha, 0, strict_low=True)
-        for name in ("lr", "server_lr", "duration"):
+        for name in ("lr", "server_lr", "duration", "fadas_lr"):
             check_real(name, getattr(self, name), 0, strict_low=True)
         check_real("server_momentum", self.server_momentum, 0, 1, strict_high=True)
         check_int("batch", self.batch, 1, MAX_BATCH)
@@ -238,8 +244,8 @@ class QafelSetting:
         check_int("eval_every", self.eval_every, 1, self.max_uploads, hint="uploads, at most max_uploads")
         check_real("rate", self.rate, 0, strict_low=True)
         for m in self.methods:
-            check(_ROW.match(m) is not None, "methods", m, "fedbuff, qafel_c<bits>_s<bits|topk> or "
-                  "nohidden_c<bits>_s<bits> (bits 2, 4 or 8)")
+            check(_ROW.match(m) is not None, "methods", m, "fedbuff, qafel_c<bits>_s<bits|topk>, "
+                  "nohidden_c<bits>_s<bits> (bits 2, 4 or 8), fedasync, ca2fl or fadas")
         for c in self.concurrencies:
             if c is not None:
                 check_int("concurrencies", c, 1, self.users, hint="clients in training, at most users")
@@ -256,9 +262,22 @@ class QafelSetting:
         return self.rate if concurrency is None else rate_for_concurrency(concurrency, HalfNormal(self.duration))
 
     def run_kwargs(self, method: str, concurrency: int | None = None) -> tuple[str, dict]:
-        """``method``'s algorithm and its settings in this experiment."""
+        """``method``'s algorithm and its settings in this experiment. FedBuff's server step (``server_lr`` on the
+        sum of a buffer of ``Z``) carried over to the baselines beyond the paper (ours): FedAsync mixes each arrival
+        in at once and has no server rate, so its clients take that step (``lr x server_lr``; alpha 0.6 and
+        s = (tau + 1)^-0.5, its paper's); CA2FL averages its buffer, so its rate is ``Z x server_lr``; FADAS's
+        AMSGrad step divides by the update's scale plus eps = 1e-8, which the paper's updates of 1e-8 would
+        swamp, so its clients too take ``lr x server_lr``, and its rate is ``fadas_lr``. None has server
+        momentum."""
         m = _ROW.match(method)
         check(m is not None, "method", method, "a row of QafelSetting.methods")
+        common = dict(K=1, server_time=0.0, arrival_rate=self.arrival_rate(concurrency), concurrency=None)
+        if method == "fedasync":
+            return "fedasync", common | dict(lr=self.lr * self.server_lr, alpha=0.6, mixing="poly:0.5")
+        if method == "ca2fl":
+            return "ca2fl", common | dict(lr=self.lr, Z=self.Z, server_lr=self.Z * self.server_lr)
+        if method == "fadas":
+            return "fadas", common | dict(lr=self.lr * self.server_lr, Z=self.Z, server_lr=self.fadas_lr)
         kw = dict(K=1, lr=self.lr, Z=self.Z, server_lr=self.server_lr, server_momentum=self.server_momentum,
                   reducer="sum", staleness="none" if concurrency is None else self.staleness, server_time=0.0,
                   arrival_rate=self.arrival_rate(concurrency), concurrency=None)
@@ -281,6 +300,8 @@ EXPERIMENTS = {
     "qafel-table2": (QafelSetting(methods=TABLE2_METHODS), QafelSetting(methods=TABLE2_METHODS, **_QUICK)),
     "qafel-fig3": (QafelSetting(methods=FIG3_METHODS, concurrencies=(100, 500, 1000)),
                    QafelSetting(methods=FIG3_METHODS, concurrencies=(10, 50, 100), **_QUICK)),
+    "qafel-async-family": (QafelSetting(methods=ASYNC_FAMILY_METHODS, seeds=5),
+                           QafelSetting(methods=ASYNC_FAMILY_METHODS, **(_QUICK | dict(seeds=5)))),
 }
 
 
