@@ -190,4 +190,5 @@ def test_the_baselines_beyond_the_paper_take_fedbuffs_server_step():
 
     torch.testing.assert_close(first_step("ca2fl"), first_step("fedbuff"), rtol=1e-12, atol=1e-15)
     assert cfg.run_kwargs("fedasync")[1]["lr"] == cfg.lr * cfg.server_lr
-    assert cfg.run_kwargs("fadas")[1]["server_lr"] == cfg.fadas_lr and cfg.run_kwargs("fadas")[1]["lr"] == cfg.lr * cfg.server_lr
+    fadas = cfg.run_kwargs("fadas")[1]
+    assert fadas["server_lr"] == cfg.fadas_lr and fadas["lr"] == cfg.lr * cfg.server_lr
