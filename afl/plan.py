@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -208,7 +209,7 @@ def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", 
             argv += ["--root", str(data_root)]
         say(f"afl plan: {job.name}: afl {' '.join(argv)}")
         t0 = time.monotonic()
-        code = subprocess.run([sys.executable, "-m", "afl.cli", *argv], env=os.environ.copy()).returncode
+        code = run_child([sys.executable, "-m", "afl.cli", *argv])
         state = "finished" if code == 0 else "stopped at the time limit" if code == 3 else f"failed (exit {code})"
         reports.append({"job": job.name, "state": state, "exit_code": code, "seconds": round(time.monotonic() - t0, 1),
                         "folder": str(Path(out) / job.dest)})
@@ -216,6 +217,26 @@ def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", 
         if code == 3:
             break
     return reports
+
+
+def run_child(cmd: list[str]) -> int:
+    """Run one job's command and return its exit code. A SIGTERM to this process (a scheduler ending the job, a
+    ``kill``) is passed on to it as Ctrl-C -- it saves its checkpoints and stops -- and this process stops after it:
+    no run is left computing behind a plan that has ended."""
+    child = subprocess.Popen(cmd, env=os.environ.copy())
+
+    def forward(signum, frame):
+        child.send_signal(signal.SIGINT)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        child.wait()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def archive(out: Path, to: Path, max_file_mb: float, max_files: int, max_total_mb: float, say=print) -> list[Path]:
