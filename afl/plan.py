@@ -96,13 +96,6 @@ class Job:
         return lookup(rates, (self.run.experiment, models[0] if len(models) == 1 else models), machine)
 
 
-def _other_data_only(scale: dict) -> bool:
-    """Whether a result is reduced only by its data (a substitute or a copy afl has in place of the paper's):
-    running its command again cannot lift that, so it is no job."""
-    seeds_short = scale["paper_seeds"] is not None and scale["seeds"] < scale["paper_seeds"]
-    return bool(scale["data"]) and not scale["fields"] and not seeds_short
-
-
 def jobs(root: Path) -> list[Job]:
     """Every job the scoreboard at ``root`` asks for, in the plan's order."""
     results = Results(Path(root))
@@ -114,7 +107,7 @@ def jobs(root: Path) -> list[Job]:
             row = verdict(claim, results)
             if row["status"] == NOT_RUN:
                 found.setdefault(claim.run, []).append((claim.id, "not run"))
-            elif row["scale"]["reduced"] and not _other_data_only(row["scale"]):
+            elif row["scale"]["rerun_lifts"]:          # reduced only by its data: no rerun lifts it, no job
                 found.setdefault(claim.run, []).append((claim.id, "reduced"))
     out = [Job(run, tuple(c for c, _ in rows), any(c in HEADLINE for c, _ in rows), tuple(w for _, w in rows))
            for run, rows in found.items()]

@@ -278,9 +278,8 @@ class QafelSetting:
             return "ca2fl", common | dict(lr=self.lr, Z=self.Z, server_lr=self.Z * self.server_lr)
         if method == "fadas":
             return "fadas", common | dict(lr=self.lr * self.server_lr, Z=self.Z, server_lr=self.fadas_lr)
-        kw = dict(K=1, lr=self.lr, Z=self.Z, server_lr=self.server_lr, server_momentum=self.server_momentum,
-                  reducer="sum", staleness="none" if concurrency is None else self.staleness, server_time=0.0,
-                  arrival_rate=self.arrival_rate(concurrency), concurrency=None)
+        kw = common | dict(lr=self.lr, Z=self.Z, server_lr=self.server_lr, server_momentum=self.server_momentum,
+                           reducer="sum", staleness="none" if concurrency is None else self.staleness)
         if m[1] is None:
             return "fedbuff", kw
         server = "topk-mask:0.1" if m[3] == "topk" else f"{self.quantizer}:{m[3]}"

@@ -251,7 +251,8 @@ def verdict(claim: Claim, results: Results) -> dict:
         "scale": {"reduced": reduced, "quick": bool(data.get("quick")), "fields": {
                       k: {"afl": a, "paper": p} for k, (a, p) in computed.items()},
                   "measured_every": {k: {"afl": a, "paper": p} for k, (a, p) in measured.items()},
-                  "seeds": m.n, "paper_seeds": seeds, "data": substitute},
+                  "seeds": m.n, "paper_seeds": seeds, "data": substitute,
+                  "rerun_lifts": bool(computed or fewer)},     # the command at the paper's setting would lift it
         "device": where, "provenance": origin,
         "command": data.get("command") if isinstance(data.get("command"), str) else None, "probe": probe}
 
