@@ -1,20 +1,25 @@
-"""Checkpoints inside a long run: its whole state at a round boundary, so that a run longer than a sitting goes on
-where it stopped.
+"""Checkpoints inside a long run: its whole state between two rounds or two events, so that a run longer than a
+sitting goes on where it stopped.
 
 A finished run is saved at once (:class:`afl.results.PartialRuns`); a run of hours -- GHBM's Shakespeare column on
-a CPU, over 3 hours a MIME run on one core -- also saves its state every ``every_s`` seconds of wall time, at the
-end of a round, into one file. Started again with the same file, the run restores that state and goes on from the
-next round: same seed, same numbers, as if it had never stopped (``tests/test_checkpoint.py``). Saving computes and
-waits for nothing (pending evaluations are kept as the models to evaluate), so a run with checkpoints equals the
-run without them.
+a CPU, over 3 hours a MIME run on one core, QAFeL's paper protocol -- also saves its state every ``every_s`` seconds
+of wall time into one file, and before it stops at the command's time limit (:mod:`afl.deadline`). Started again
+with the same file, the run restores that state and goes on: same seed, same numbers, as if it had never stopped
+(``tests/test_checkpoint.py``, ``tests/test_checkpoint_events.py``). Saving computes and waits for nothing (pending
+evaluations are kept as the models to evaluate, pending jobs as what they were submitted with), so a run with
+checkpoints equals the run without them.
 
 What a round boundary holds (:func:`afl.sim.schedule.simulate_rounds`): the round sampler's generator, the
 timeline, and :meth:`afl.algorithms.base.Learner.snapshot` -- the learner's data (server model, momenta, past
 models, the client store), its history (evaluations, counters, wall time so far) and its job queue's generators
-(mini-batch streams). A checkpoint carries the identity of its run (algorithm, settings, seed, federation); one
-of another run is refused, never resumed. Files are written by ``torch.save`` and read with ``weights_only=True``:
-besides tensors and plain values, the unpickler builds only the classes a checkpoint holds (:func:`safe_globals`),
-so a planted file cannot run code when it is loaded (``tests/test_checkpoint.py``).
+(mini-batch streams). Between two events of an event clock (:meth:`afl.sim.schedule.ClientClock.run`: FAVAS,
+QuAFL, FedBuff, QAFeL, FedAsync, CA2FL, FADAS, rounds that wait for the slowest client): the event queue (its
+generator and live events), every client's run (start, step end times, model version), the server policy's own
+state (its buffer, the clients in flight), and the learner's snapshot with the jobs of clients still training and
+its quantizers' generators. A checkpoint carries the identity of its run (algorithm, settings, seed, federation);
+one of another run is refused, never resumed. Files are written by ``torch.save`` and read with
+``weights_only=True``: besides tensors and plain values, the unpickler builds only the classes a checkpoint holds
+(:func:`safe_globals`), so a planted file cannot run code when it is loaded (``tests/test_checkpoint.py``).
 """
 from __future__ import annotations
 
@@ -39,9 +44,9 @@ def safe_globals() -> list:
 
     from .algorithms.state import ClientState
     from .sim.schedule import Contact, RoundSampler
-    from .sim.timeline import Interval, Timeline
+    from .sim.timeline import Flush, Interval, Timeline
     rng = np.random.default_rng(0)
-    return [RoundSampler, Timeline, Interval, Contact, ClientState, OrderedDict, bytes,
+    return [RoundSampler, Timeline, Interval, Flush, Contact, ClientState, OrderedDict, bytes,
             rng.__reduce__()[0], rng.bit_generator.__reduce__()[0], type(rng.bit_generator),
             np.random.SeedSequence, rng.bit_generator.seed_seq.__reduce__()[0],
             np.zeros(1).__reduce__()[0], np.ndarray, np.dtype,
@@ -54,6 +59,15 @@ def every_s() -> float:
     minutes), else :data:`EVERY_S`."""
     value = env_number("AFL_CHECKPOINT_EVERY", float, 0, "seconds of wall time, >= 0")
     return EVERY_S if value is None else value
+
+
+def checkpointing(folder, *key) -> dict:
+    """:func:`afl.algorithms.run_algorithm`'s keywords for the run named ``key`` (its grid key, e.g. split, method,
+    seed) to checkpoint in ``folder`` every :func:`every_s` seconds: its file ``<key joined by ->.ckpt``; none
+    without a folder."""
+    if folder is None:
+        return {}
+    return dict(checkpoint=Path(folder) / ("-".join(map(str, key)) + ".ckpt"), checkpoint_every=every_s())
 
 
 class RunCheckpoint:
@@ -102,4 +116,4 @@ class RunCheckpoint:
         self.path.with_name(self.path.name + ".part").unlink(missing_ok=True)
 
 
-__all__ = ["EVERY_S", "every_s", "safe_globals", "RunCheckpoint"]
+__all__ = ["EVERY_S", "every_s", "safe_globals", "checkpointing", "RunCheckpoint"]

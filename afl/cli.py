@@ -9,6 +9,7 @@ import math
 import os
 import sys
 
+from . import deadline
 from .deadline import TimeLimit
 from .rates import MACHINES
 
@@ -149,12 +150,12 @@ def _repro(args) -> None:
                                      f"the value of --seeds ({seeds}), or one of the two")
             seeds = overrides.pop("seeds")
         if args.time_limit is not None:
-            from . import deadline
             deadline.start(deadline.parse(args.time_limit))
-        out = run_experiment(args.experiment, quick=args.quick, seeds=seeds, out=args.out, root=args.root,
-                             device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
-                             fleet_size=args.fleet_size, ray=ray_address(args.ray), processes=args.processes,
-                             allow_large=args.allow_large, **overrides)
+        with deadline.ctrl_c_stops():
+            out = run_experiment(args.experiment, quick=args.quick, seeds=seeds, out=args.out, root=args.root,
+                                 device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
+                                 fleet_size=args.fleet_size, ray=ray_address(args.ray), processes=args.processes,
+                                 allow_large=args.allow_large, **overrides)
     print(report(json.loads(out[0].read_text()), per_run=False))
     print()
     for p in out:
@@ -461,7 +462,10 @@ def main(argv=None) -> int:
     except ValueError as err:          # bad input: say what and why, no traceback
         print(f"afl: error: {err}", file=sys.stderr)
         return 2
-    except TimeLimit:                  # --time-limit: stopped cleanly, to go on in the next job
+    except TimeLimit:                  # --time-limit (or a first Ctrl-C): stopped cleanly, to go on in the next job
+        if deadline.by_ctrl_c():
+            print("\n" + _interrupted(args, "stopped by Ctrl-C at every run's next round or event"), file=sys.stderr)
+            return 130
         print("\n" + _interrupted(args, "the time limit is reached"), file=sys.stderr)
         return 3
     except KeyboardInterrupt:

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import sys
+import threading
 import time
+from contextlib import contextmanager
 
 from .errors import ParameterError
 
@@ -46,9 +50,48 @@ def start(seconds: float) -> float:
 
 
 def clear() -> None:
-    global _deadline
-    _deadline = None
+    global _deadline, _by_ctrl_c
+    _deadline, _by_ctrl_c = None, False
     os.environ.pop(ENV, None)
+
+
+_by_ctrl_c = False
+
+
+def expire(by_ctrl_c: bool = True) -> None:
+    """End the time limit now: every run stops at its next round or event, its checkpoint saved (Ctrl-C)."""
+    global _by_ctrl_c
+    start(0.0)
+    _by_ctrl_c = by_ctrl_c
+
+
+def by_ctrl_c() -> bool:
+    """Whether the limit was ended by Ctrl-C (:func:`ctrl_c_stops`) rather than reached."""
+    return _by_ctrl_c
+
+
+@contextmanager
+def ctrl_c_stops(again_stops: bool = True):
+    """While inside, a first Ctrl-C (SIGINT) ends the time limit now (:func:`expire`): every run stops at its next
+    round or event with its checkpoint saved, and the command ends as at its time limit, instead of losing what the
+    runs computed since their last checkpoint; with ``again_stops`` a second Ctrl-C stops at once. In the main
+    thread only (elsewhere it changes nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(signum, frame):
+        expire()
+        if again_stops:
+            print("\nafl: Ctrl-C: every run stops at its next round or event and saves its checkpoint "
+                  "(Ctrl-C again: stop at once)", file=sys.stderr)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def passed() -> bool:
@@ -62,4 +105,4 @@ def check() -> None:
         raise TimeLimit("the command's time limit is reached")
 
 
-__all__ = ["TimeLimit", "ENV", "parse", "start", "clear", "passed", "check"]
+__all__ = ["TimeLimit", "ENV", "parse", "start", "clear", "expire", "by_ctrl_c", "ctrl_c_stops", "passed", "check"]

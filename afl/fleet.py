@@ -26,6 +26,7 @@ import gc
 import multiprocessing
 import os
 import queue as queues
+import signal
 import threading
 import time
 import traceback
@@ -35,6 +36,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 import torch
 
+from . import deadline
 from .deadline import TimeLimit
 from .errors import ParameterError, check_int
 from .jobs import _context, run_pending
@@ -113,24 +115,32 @@ def run_fleet(tasks: Sequence[tuple[Hashable, Callable[[], Any]]], *, size: int 
 
     ``size`` bounds how many runs are live at once (memory: each holds its federation; default
     :data:`DEFAULT_SIZE`); the next task starts when a run ends. ``on_outcome`` is called, in the caller's
-    thread, as each run ends (to save it, or to advance a progress bar).
+    thread, as each run ends (to save it, or to advance a progress bar). Past the command's time limit
+    (:mod:`afl.deadline`) no run starts, every live run goes on to its own next round or event, where it saves its
+    checkpoint and stops, and then :class:`~afl.deadline.TimeLimit` is raised.
     """
     size = DEFAULT_SIZE if size is None else check_int("fleet_size", size, 1)
     tune_cpu_allocator()                  # before the runs' threads exist: they share one malloc arena
     todo, live, outcomes = deque(tasks), [], {}
+    stopped = None                        # the time limit stopped a run: the others go on to their own stop
     while todo or live:
-        while todo and len(live) < size:
+        while todo and len(live) < size and stopped is None:
             live.append(_Member(*todo.popleft()))
         for member in live:
             member.resume()
-            if member.interrupt is not None:
+            if isinstance(member.interrupt, TimeLimit):
+                stopped = member.interrupt
+            elif member.interrupt is not None:
                 raise member.interrupt
         for member in [m for m in live if m.outcome is not None]:
             live.remove(member)
             member.thread.join()
-            outcomes[member.key] = member.outcome
-            if on_outcome is not None:
-                on_outcome(member.outcome)
+            if member.interrupt is None:
+                outcomes[member.key] = member.outcome
+                if on_outcome is not None:
+                    on_outcome(member.outcome)
+        if stopped is not None and not live:
+            raise stopped
         run_pending([q for m in live for q in m.queues])
     return [outcomes[key] for key, _ in tasks]
 
@@ -182,8 +192,14 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
     for worker in workers:
         worker.start()
     outcomes: dict = {}
+    told = False
     try:
         while len(outcomes) < len(items):
+            if deadline.passed() and not told:  # a Ctrl-C sent to this process alone: the processes stop as it does
+                told = True
+                for worker in workers:
+                    if worker.is_alive():
+                        os.kill(worker.pid, signal.SIGINT)
             try:
                 message = outbox.get(timeout=0.5)
             except queues.Empty:
@@ -266,7 +282,8 @@ def _run_part(outbox, threads: int, processes: int, work, part, parent: int | No
     share_devices(processes)
     watch(_Progress)
     try:
-        work(part, on_outcome=outbox.put)
+        with deadline.ctrl_c_stops(again_stops=False):   # the parent stops it for good
+            work(part, on_outcome=outbox.put)
     except TimeLimit:                     # the command's time limit: the parent stops, its finished runs saved
         outbox.put(_Stopped())
     except BaseException:  # noqa: BLE001 -- reported to the parent, which raises it

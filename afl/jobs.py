@@ -21,7 +21,7 @@ from torch import Tensor
 
 from .data.augment import augment_noise
 from .engine import Correction, HookGroup, LocalSGD
-from .errors import check
+from .errors import ParameterError, check
 from .streams import ClientStreams
 
 _context = threading.local()   # .member: the fleet member whose thread this is (set by afl.fleet), else None
@@ -60,6 +60,13 @@ class Job(_Pending):
 
     def result(self) -> Tensor:
         return self._get()
+
+    @classmethod
+    def finished(cls, queue, client: int, out: Tensor) -> Job:
+        """A job trained before (a run resumed from a checkpoint), holding its result."""
+        job = cls(queue, client, None, 0, 0.0, 0.0, None, None, None)
+        job._out = out
+        return job
 
 
 class Evaluation(_Pending):
@@ -152,18 +159,36 @@ class JobQueue:
         _enlist(self)
         return request
 
-    def state_dict(self) -> dict:
-        """Where the run's random streams stand (mini-batches, augmentation bits) and its step count, between two
-        rounds (:mod:`afl.checkpoint`); a :class:`ParameterError` while jobs or full-batch gradients are pending."""
-        check(not self.pending and not self.gradients, "checkpoint", f"{len(self.pending)} pending jobs",
-              "a round boundary, where no job or full-batch gradient is pending")
-        return dict(rngs=self.streams.rngs, stream_pending=self.streams.pending,
+    def state_dict(self, hooks: dict | None = None) -> dict:
+        """Where the run's random streams stand (mini-batches, augmentation bits), its step count and its pending
+        jobs (each as what it was submitted with, its correction named by ``hooks``, ``{name: hook}``), between two
+        rounds or events (:mod:`afl.checkpoint`); a :class:`ParameterError` while full-batch gradients are pending,
+        or for a pending job with a correction ``hooks`` does not name."""
+        check(not self.gradients, "checkpoint", f"{len(self.gradients)} pending full-batch gradients",
+              "a round boundary, where no full-batch gradient is pending")
+        names = {id(hook): name for name, hook in (hooks or {}).items()}
+        jobs = []
+        for j in self.pending:
+            if j.hook is not None and id(j.hook) not in names:
+                raise ParameterError("checkpoint", f"client {j.client}'s pending job", "a job whose correction is "
+                                     f"one of the learner's own ({', '.join(hooks or {}) or 'it has none'})")
+            jobs.append(dict(client=j.client, start=j.start, steps=j.steps, lr=j.lr, weight_decay=j.weight_decay,
+                             batches=j.batches, hook=names.get(id(j.hook)), state=j.state, seed=j.seed))
+        return dict(rngs=self.streams.rngs, stream_pending=self.streams.pending, jobs=jobs,
                     generator=self.generator.get_state(), client_steps=self.client_steps)
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, hooks: dict | None = None) -> list[Job]:
+        """Go on from :meth:`state_dict`'s ``state``; returns the pending jobs, queued again in their order (their
+        corrections looked up by name in ``hooks``)."""
         self.streams.rngs, self.streams.pending = state["rngs"], state["stream_pending"]
         self.generator.set_state(state["generator"].cpu())   # a checkpoint loaded onto a GPU moved it there
         self.client_steps = state["client_steps"]
+        self.pending = [Job(self, j["client"], j["start"], j["steps"], j["lr"], j["weight_decay"], j["batches"],
+                            None if j["hook"] is None else hooks[j["hook"]], j["state"], j["seed"])
+                        for j in state.get("jobs", [])]
+        if self.pending:
+            _enlist(self)
+        return list(self.pending)
 
     def cancel_jobs(self) -> None:
         """Drop the pending jobs (a run that has ended never needs them); their ``result()`` raises."""

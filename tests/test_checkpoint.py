@@ -116,12 +116,6 @@ def test_a_checkpoint_of_another_run_is_refused(tmp_path):
         run("ghbm", checkpoint=path)
 
 
-@pytest.mark.parametrize("name, kw", [("favas", dict(K=K, lr=LR, s=S)), ("fedavg", dict(K=K, lr=LR, s=S))])
-def test_checkpoints_need_unit_time_rounds(name, kw, tmp_path):
-    with pytest.raises(ParameterError, match="checkpoint"):
-        run_algorithm(name, federation(), total_time=40, eval_every=20, checkpoint=tmp_path / "x.ckpt", **kw)
-
-
 @pytest.mark.parametrize("fleet", [False, True])
 def test_afl_repro_goes_on_from_a_runs_checkpoint(fleet, tmp_path, monkeypatch, synthetic):
     """A GHBM grid stopped inside a run: the same command goes on from its checkpoint, and gives the run that never

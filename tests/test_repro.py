@@ -83,3 +83,20 @@ def test_demo_writes_pictures(tmp_path, monkeypatch):
     paths = demo.run_demo(out=tmp_path, quick=True)
     assert all(p.exists() and p.stat().st_size > 0 for p in paths)
     assert len(json.loads(paths[2].read_text())["runs"]) == len(demo.DEMO_METHODS)
+
+
+def test_a_favas_run_stopped_midway_goes_on_from_its_checkpoint(tmp_path, monkeypatch):
+    """FAVAS's runs are on an event clock: the grid hands each its checkpoint file, and a run stopped by the time
+    limit goes on from it to the run that never stopped."""
+    from afl import deadline
+    data = make_synthetic(200, 50, shape=(1, 28, 28), num_classes=10, seed=0)
+    cfg = fr.setting("favas-table2", quick=True, dataset="mnist", **TINY)
+    whole = fr.compute_run(cfg, "favas", "noniid_2of3_fast", 0, dataset=data)
+    monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10 ** 6)): next(calls) >= 8)   # of 15 events
+    with pytest.raises(deadline.TimeLimit):
+        fr.compute_run(cfg, "favas", "noniid_2of3_fast", 0, dataset=data, checkpoints=tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["noniid_2of3_fast-favas-0.ckpt"]
+    monkeypatch.setattr(deadline, "passed", lambda: False)
+    resumed = fr.compute_run(cfg, "favas", "noniid_2of3_fast", 0, dataset=data, checkpoints=tmp_path)
+    assert resumed.pop("resumed_at") and resumed["curve"] == whole["curve"]
+    assert not any(tmp_path.iterdir())

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from afl.algorithms import make_federation, run_algorithm
+from afl.cli import main
 from afl.compress import make_quantizer
 from afl.data import make_synthetic
 from afl.errors import ParameterError
@@ -192,3 +193,82 @@ def test_the_baselines_beyond_the_paper_take_fedbuffs_server_step():
     assert cfg.run_kwargs("fedasync")[1]["lr"] == cfg.lr * cfg.server_lr
     fadas = cfg.run_kwargs("fadas")[1]
     assert fadas["server_lr"] == cfg.fadas_lr and fadas["lr"] == cfg.lr * cfg.server_lr
+
+
+@pytest.mark.parametrize("fleet", [False, True])
+def test_a_time_limit_inside_the_runs_and_the_same_command_goes_on_from_their_checkpoints(fleet, tmp_path,
+                                                                                         monkeypatch, capsys):
+    """QAFeL's runs are event-driven: stopped by ``--time-limit`` with clients in flight (dropout on), each saves
+    its state and the same command goes on from it to the runs that never stopped."""
+    from afl import deadline
+    monkeypatch.setattr(qr, "load_task", lambda cfg, root=None, device="cpu": synthetic(cfg))
+    monkeypatch.setenv("AFL_CHECKPOINT_EVERY", "3600")
+    argv = ["repro", "qafel-table1", "--quick", "--set", "methods=fedbuff,qafel_c4_s4", "--set", "target=0.99",
+            "--set", "dropout=0.1"] + [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")] + (
+        [] if fleet else ["--no-fleet"])
+    monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10 ** 6)): next(calls) >= 40)
+    try:
+        assert main(argv + ["--out", str(tmp_path / "a"), "--time-limit", "9m"]) == 3
+    finally:
+        deadline.clear()
+    assert "stopped run(s) have checkpoints" in capsys.readouterr().err
+    kept = sorted(p.name for p in (tmp_path / "a" / "qafel-table1.checkpoints").iterdir())
+    # in a fleet every live run goes on to its own next event and saves there; one by one, the second never began
+    assert kept == (["None-fedbuff-0.ckpt", "None-qafel_c4_s4-0.ckpt"] if fleet else ["None-fedbuff-0.ckpt"])
+    monkeypatch.setattr(deadline, "passed", lambda: False)
+    for out in ("a", "b"):
+        assert main(argv + ["--out", str(tmp_path / out)]) == 0
+    resumed, whole = ({r["method"]: r for r in json.loads((tmp_path / o / "qafel-table1.json").read_text())["runs"]}
+                      for o in "ab")
+    assert sum("resumed_at" in r for r in resumed.values()) == len(kept)
+    for method, run in whole.items():
+        assert resumed[method]["curve"] == run["curve"]
+        assert resumed[method].get("upload_error") == run.get("upload_error")
+    assert not (tmp_path / "a" / "qafel-table1.checkpoints").exists()
+
+
+def test_a_first_ctrl_c_stops_every_run_at_its_next_event_with_its_checkpoint(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during ``afl repro``: the run stops at its next event, saved, and the command says so (exit 130); the
+    same command goes on from there. A second Ctrl-C would stop at once."""
+    import signal
+
+    from afl import deadline
+    from afl.sim import schedule
+    monkeypatch.setattr(qr, "load_task", lambda cfg, root=None, device="cpu": synthetic(cfg))
+    monkeypatch.setenv("AFL_CHECKPOINT_EVERY", "3600")
+    real, steps = schedule.ClientClock.server_step, []
+
+    def ctrl_c_at_the_first_step(self, *a, **kw):
+        steps.append(1)
+        if len(steps) == 1:
+            signal.raise_signal(signal.SIGINT)
+        return real(self, *a, **kw)
+    monkeypatch.setattr(schedule.ClientClock, "server_step", ctrl_c_at_the_first_step)
+    argv = ["repro", "qafel-table1", "--quick", "--no-fleet", "--set", "methods=fedbuff", "--set", "target=0.99",
+            "--out", str(tmp_path)] + [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
+    try:
+        assert main(argv) == 130
+    finally:
+        deadline.clear()
+    assert "stopped by Ctrl-C at every run's next round or event" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "qafel-table1.checkpoints").iterdir()] == ["None-fedbuff-0.ckpt"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler      # the command put it back
+    monkeypatch.setattr(schedule.ClientClock, "server_step", real)
+    assert main(argv) == 0
+    run, = json.loads((tmp_path / "qafel-table1.json").read_text())["runs"]
+    assert len(run["resumed_at"]) == 1
+
+
+def test_a_second_ctrl_c_stops_at_once():
+    import signal
+
+    from afl import deadline
+    try:
+        with deadline.ctrl_c_stops():
+            signal.raise_signal(signal.SIGINT)
+            assert deadline.passed() and deadline.by_ctrl_c()
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGINT)
+    finally:
+        deadline.clear()
+    assert not deadline.passed() and not deadline.by_ctrl_c()

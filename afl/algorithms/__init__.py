@@ -74,9 +74,9 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     ``learner_class``: a subclass of the algorithm's learner to run instead (an instrumented run, e.g. the GHBM
     paper's Fig. 1 probe); the returned dict holds it as ``learner``. ``checkpoint``: a file path; the run saves
     its state there every ``checkpoint_every`` seconds of wall time and, started again with the same path, goes
-    on from it (:mod:`afl.checkpoint`; algorithms on unit-time rounds, GHBM's). The file is deleted when the run
-    ends. A run estimated above :data:`afl.budget.MAX_CLIENT_STEPS` or :data:`~afl.budget.MAX_EVALUATIONS`
-    (:func:`run_work`) is refused unless ``allow_large``.
+    on from it (:mod:`afl.checkpoint`; at a round's end, or between two events of an event-driven schedule). The
+    file is deleted when the run ends. A run estimated above :data:`afl.budget.MAX_CLIENT_STEPS` or
+    :data:`~afl.budget.MAX_EVALUATIONS` (:func:`run_work`) is refused unless ``allow_large``.
     """
     algo = get(name)
     fed.restart()
@@ -90,9 +90,6 @@ def run_algorithm(name: str, fed: Federation, *, total_time: float, eval_every: 
     learner = (learner_class or algo.learner)(fed, history, cfg)
     saving = {}
     if checkpoint is not None:
-        on_rounds = [a.name for a in REGISTRY.values() if a.protocol is synchronous]
-        check(algo.protocol is synchronous, "checkpoint", str(checkpoint),
-              f"an algorithm on unit-time rounds ({', '.join(on_rounds)}); {name} is not")
         saving["checkpoint"] = RunCheckpoint(checkpoint, run_identity(name, cfg, fed, total_time, eval_every, target),
                                              checkpoint_every)
     try:

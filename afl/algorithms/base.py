@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import time as _wall
 from collections import deque
+from types import FunctionType
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +20,7 @@ from torch import Tensor
 
 from ..engine import LocalSGD
 from ..errors import check, check_int, check_real
-from ..jobs import Evaluation, JobQueue
+from ..jobs import Evaluation, Job, JobQueue
 from ..results import report_progress
 from ..sim.schedule import Contact
 from ..sim.speeds import SpeedProfile
@@ -230,26 +231,44 @@ class Learner:
     WIRING = ("fed", "history", "cfg", "queue")
 
     def snapshot(self) -> dict:
-        """The run's state between two server steps, for a checkpoint (:mod:`afl.checkpoint`): every attribute
-        holding data (the server model, momenta, past models, the client store, counters), the history and the
-        job queue's generators. Functions (correction hooks) are what ``__init__`` builds from the settings, and
-        are built again; an attribute of any other kind is a ``TypeError`` (it could not be saved)."""
+        """The run's state between two server steps or events, for a checkpoint (:mod:`afl.checkpoint`): every
+        attribute holding data (the server model, momenta, past models, the client store, counters, the jobs of
+        clients still training: pending as what they were submitted with, finished as their result), the state of
+        an attribute that keeps its own (a quantizer's generators: ``state_dict``), the history and the job queue.
+        Functions (correction hooks) are what ``__init__`` builds from the settings, and are built again; an
+        attribute of any other kind is a ``TypeError`` (it could not be saved)."""
+        hooks = self._hooks()
+        pending = {id(job): i for i, job in enumerate(self.queue.pending)}
         data = {}
         for name, value in vars(self).items():
             if name in self.WIRING or callable(value):
                 continue
+            if hasattr(value, "state_dict") and hasattr(value, "load_state_dict"):
+                data[name] = {_OWN: value.state_dict()}
+                continue
             if not _is_data(value):
                 raise TypeError(f"{type(self).__name__}.{name} ({type(value).__name__}) is neither data nor a "
                                 "function: a checkpoint cannot hold it")
-            data[name] = {_DEQUE: list(value), "maxlen": value.maxlen} if isinstance(value, deque) else value
-        return dict(learner=data, history=self.history.state_dict(), queue=self.queue.state_dict())
+            data[name] = _encode(value, pending)
+        return dict(learner=data, history=self.history.state_dict(), queue=self.queue.state_dict(hooks))
 
     def restore(self, snapshot: dict, now: float) -> None:
         """Go on from a :meth:`snapshot`, at simulated time ``now``."""
-        vars(self).update({name: deque(v[_DEQUE], maxlen=v["maxlen"]) if isinstance(v, dict) and _DEQUE in v else v
-                           for name, v in snapshot["learner"].items()})
-        self.queue.load_state_dict(snapshot["queue"])
+        jobs = self.queue.load_state_dict(snapshot["queue"], self._hooks())
+        for name, value in snapshot["learner"].items():
+            if isinstance(value, dict) and _OWN in value:
+                getattr(self, name).load_state_dict(value[_OWN])
+            else:
+                setattr(self, name, _decode(value, jobs, self.queue))
         self.history.load_state_dict(snapshot["history"], now)
+
+    def _hooks(self) -> dict:
+        """The corrections a job of this learner may carry, by attribute name: what it or its class holds that is
+        called but is no method (built again by ``__init__``, or the class's own)."""
+        found = {name: value for cls in reversed(type(self).__mro__) for name, value in vars(cls).items()
+                 if callable(value) and not isinstance(value, (FunctionType, type, staticmethod))}
+        found.update((name, value) for name, value in vars(self).items() if name not in self.WIRING and callable(value))
+        return found
 
     def message_bytes(self) -> int:
         """Bytes of one model on the wire (uploads and downloads alike)."""
@@ -271,19 +290,49 @@ class Learner:
 
 
 #: a deque in a snapshot is a list under this key (a checkpoint is read with torch.load(weights_only=True),
-#: whose unpickler builds lists, not deques)
-_DEQUE = "__deque__"
+#: whose unpickler builds lists, not deques); a job under the others; an object's own state under the last
+_DEQUE, _PENDING, _FINISHED, _OWN = "__deque__", "__pending_job__", "__finished_job__", "__state__"
 
 
 def _is_data(value) -> bool:
-    """Tensors, arrays, numbers, strings, generators, client stores and containers of them: what a learner's state
-    is made of."""
-    if isinstance(value, (Tensor, np.ndarray, np.generic, np.random.Generator, ClientState, int, float, str,
+    """Tensors, arrays, numbers, strings, generators, client stores, jobs and containers of them: what a learner's
+    state is made of."""
+    if isinstance(value, (Tensor, np.ndarray, np.generic, np.random.Generator, ClientState, Job, int, float, str,
                           type(None))):
         return True
     if isinstance(value, dict):
         return all(_is_data(v) for v in value.values())
     return isinstance(value, (list, tuple, deque)) and all(_is_data(v) for v in value)
+
+
+def _encode(value, pending: dict):
+    """``value`` as a checkpoint holds it: a deque as a list, a pending job by its place in the queue (``pending``:
+    ``id(job) -> place``), a finished one by its client and result."""
+    if isinstance(value, Job):
+        return {_PENDING: pending[id(value)]} if id(value) in pending else {_FINISHED: value.client,
+                                                                            "out": value.result()}
+    if isinstance(value, deque):
+        return {_DEQUE: [_encode(v, pending) for v in value], "maxlen": value.maxlen}
+    if isinstance(value, dict):
+        return {k: _encode(v, pending) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_encode(v, pending) for v in value)
+    return value
+
+
+def _decode(value, jobs: list, queue):
+    """What :func:`_encode` saved, rebuilt (``jobs``: the queue's pending jobs, restored in their order)."""
+    if isinstance(value, dict):
+        if _PENDING in value:
+            return jobs[value[_PENDING]]
+        if _FINISHED in value:
+            return Job.finished(queue, value[_FINISHED], value["out"])
+        if _DEQUE in value:
+            return deque((_decode(v, jobs, queue) for v in value[_DEQUE]), maxlen=value["maxlen"])
+        return {k: _decode(v, jobs, queue) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_decode(v, jobs, queue) for v in value)
+    return value
 
 
 def model_variance(server: Tensor, clients: Tensor) -> float:

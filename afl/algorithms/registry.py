@@ -57,35 +57,33 @@ def get(name: str) -> Algorithm:
 
 # -- protocols: the simulator's schedules, with settings taken from the algorithm's dataclass --------------
 
-def server_clock(fed, cfg, learner, t_end: float) -> ScheduleResult:
-    """Every ``cfg.server_interval`` the server contacts ``cfg.s`` uniform clients (FAVAS, QuAFL)."""
+def server_clock(fed, cfg, learner, t_end: float, checkpoint=None) -> ScheduleResult:
+    """Every ``cfg.server_interval`` the server contacts ``cfg.s`` uniform clients (FAVAS, QuAFL). ``checkpoint``
+    (every protocol takes one): a :class:`afl.checkpoint.RunCheckpoint` the run saves to and goes on from."""
     return simulate_async_schedule(fed.profile, K=cfg.K, s=cfg.s, server_interval=cfg.contact_interval(),
-                                   t_end=t_end, seed=fed.seed, learner=learner)
+                                   t_end=t_end, seed=fed.seed, learner=learner, checkpoint=checkpoint)
 
 
-def buffered(fed, cfg, learner, t_end: float) -> ScheduleResult:
+def buffered(fed, cfg, learner, t_end: float, checkpoint=None) -> ScheduleResult:
     """At most ``cfg.concurrency`` clients train K steps; the server steps per ``cfg.Z`` updates (FedBuff). With
     ``cfg.arrival_rate``, clients arrive at that rate instead of being refilled after each server step."""
     if getattr(cfg, "arrival_rate", None) is not None:
         return simulate_arrival_schedule(fed.profile, K=cfg.K, Z=cfg.Z, arrivals=make_arrivals(cfg.arrivals,
                                          cfg.arrival_rate), t_end=t_end, seed=fed.seed, concurrency=cfg.concurrency,
-                                         learner=learner)
+                                         learner=learner, checkpoint=checkpoint)
     return simulate_buffered_schedule(fed.profile, K=cfg.K, Z=cfg.Z, t_end=t_end, seed=fed.seed,
-                                      server_time=cfg.server_time, concurrency=cfg.concurrency, learner=learner)
+                                      server_time=cfg.server_time, concurrency=cfg.concurrency, learner=learner,
+                                      checkpoint=checkpoint)
 
 
 def synchronous(fed, cfg, learner, t_end: float, checkpoint=None) -> ScheduleResult:
     """Rounds of ``cfg.s`` clients: unit-time rounds, uniform or cyclic (``cfg.timing == "rounds"``, GHBM), or
-    rounds that end with their slowest client plus ``cfg.server_time`` (``"slowest"``, FAVAS's FedAvg).
-    ``checkpoint``: a :class:`afl.checkpoint.RunCheckpoint` (unit-time rounds only)."""
+    rounds that end with their slowest client plus ``cfg.server_time`` (``"slowest"``, FAVAS's FedAvg)."""
     if cfg.timing == "rounds":
         return simulate_rounds(fed.profile, cfg.K, cfg.s, t_end, seed=fed.seed, sampling=cfg.sampling,
                                learner=learner, checkpoint=checkpoint)
-    if checkpoint is not None:
-        raise ParameterError("checkpoint", str(checkpoint.path), "a run on unit-time rounds (timing='rounds'); "
-                             f"this one has timing={cfg.timing!r}")
     return simulate_sync_schedule(fed.profile, K=cfg.K, s=cfg.s, t_end=t_end, seed=fed.seed,
-                                  server_time=cfg.server_time, learner=learner)
+                                  server_time=cfg.server_time, learner=learner, checkpoint=checkpoint)
 
 
 __all__ = ["Algorithm", "REGISTRY", "register", "get", "server_clock", "buffered", "synchronous"]

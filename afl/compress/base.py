@@ -116,6 +116,14 @@ class Quantizer:
     unbiased = False     # E[decode(encode(x))] == x
     needs_key = False    # decode needs the receiver's own vector
 
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps of it (:mod:`afl.checkpoint`): nothing for a deterministic quantizer; a stochastic
+        one's generators (:class:`Seeded`)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Go on from :meth:`state_dict`'s ``state``."""
+
     def bits(self, d: int) -> int:
         """Exact size in bits of one message of dimension ``d`` (codes and side information)."""
         raise NotImplementedError
@@ -216,3 +224,11 @@ class Seeded:
         if device not in gens:
             gens[device] = torch.Generator(device=device).manual_seed(self.seed)
         return gens[device]
+
+    def state_dict(self) -> dict:
+        """Where its generators stand, by device, for a checkpoint (:mod:`afl.checkpoint`)."""
+        return {str(device): g.get_state() for device, g in self.__dict__.get("_generators", {}).items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for device, value in state.items():
+            self.generator(device).set_state(value.cpu())

@@ -31,6 +31,7 @@ import numpy as np
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.favas import MODES
 from ..budget import MAX_BATCH, SAMPLE_CLIENTS, Work, busy_clients_work, fields_of
+from ..checkpoint import checkpointing
 from ..data import DATASET_NAMES, load_dataset
 from ..engine import PRECISIONS
 from ..errors import check_choice, check_int, check_real
@@ -237,8 +238,9 @@ def setting(experiment: str, quick: bool | None = None, **overrides) -> FavasSet
 
 
 def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, dataset=None, device="cpu",
-                root=None, track_variance: bool = False, schedule: bool = False) -> dict:
-    """One seeded run of ``method`` on ``split``: its evaluation curve, final accuracy and costs."""
+                root=None, track_variance: bool = False, schedule: bool = False, checkpoints=None) -> dict:
+    """One seeded run of ``method`` on ``split``: its evaluation curve, final accuracy and costs. ``checkpoints``: a
+    folder where the run saves its state as it goes and from which it goes on (:mod:`afl.checkpoint`)."""
     check_choice("method", method, METHODS)
     check_choice("split", split, SPLITS)
     data = dataset if dataset is not None else load_dataset(cfg.dataset, root=root, device=device,
@@ -250,7 +252,8 @@ def compute_run(cfg: FavasSetting, method: str, split: str, seed: int, *, datase
     algorithm = METHODS[method].algorithm
     extra = {"track_variance": True} if track_variance and algorithm in ("favas", "quafl") else {}
     out = run_algorithm(algorithm, fed, total_time=cfg.total_time, eval_every=cfg.eval_every, allow_large=True,
-                        **cfg.run_kwargs(method), **extra)   # the work was checked for the grid: runner.execute
+                        **cfg.run_kwargs(method), **extra,   # the work was checked for the grid: runner.execute
+                        **checkpointing(checkpoints, split, method, seed))
     sched = out.pop("schedule")
     out.pop("model")
     out["settings"] = settings_record(out["settings"])
@@ -273,7 +276,7 @@ def grid(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None
     work = partial_fn(run_grid, cfg, device=str(device), root=root, track_variance=track_variance, fleet=fleet,
                       fleet_size=fleet_size)
     return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key,
-                partial_fn(same_run, cfg=cfg, track_variance=track_variance), SELECTION)
+                partial_fn(same_run, cfg=cfg, track_variance=track_variance), SELECTION, checkpoints=True)
 
 
 def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", root=None, track_variance=False,
@@ -291,12 +294,12 @@ def compute_runs(cfg: FavasSetting, *, seeds: int | None = None, device="cpu", r
 
 
 def run_grid(cfg: FavasSetting, keys: list[tuple], *, device="cpu", root=None, track_variance=False,
-             fleet: bool = True, fleet_size: int | None = None, on_outcome=None) -> list[Outcome]:
+             fleet: bool = True, fleet_size: int | None = None, on_outcome=None, checkpoints=None) -> list[Outcome]:
     """The runs ``keys`` ((split, method, seed) each) of ``cfg`` on one machine, as a fleet or one by one; their
     :class:`~afl.fleet.Outcome` list. Loads the dataset once (a Ray task calls this on its worker)."""
     data = load_dataset(cfg.dataset, root=root, device=device, normalize=cfg.normalize)
     tasks = [(key, partial_fn(compute_run, cfg, key[1], key[0], key[2], dataset=data, device=device,
-                              track_variance=track_variance)) for key in keys]
+                              track_variance=track_variance, checkpoints=checkpoints)) for key in keys]
     return run_tasks(tasks, fleet=fleet, fleet_size=fleet_size, on_outcome=on_outcome)
 
 

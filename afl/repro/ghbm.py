@@ -42,7 +42,7 @@ from ..algorithms import make_federation, run_algorithm
 from ..algorithms.fedavg import FedAvg
 from ..algorithms.rounds import WEIGHTINGS
 from ..budget import MAX_BATCH, Work, check_work, evaluations, fields_of
-from ..checkpoint import every_s
+from ..checkpoint import checkpointing
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..engine import PRECISIONS
 from ..errors import ParameterError, check, check_choice, check_int, check_real
@@ -454,10 +454,9 @@ def compute_run(cfg: GhbmSetting, split: str, method: str, tau: int | None, seed
     fed = make_federation(data, cfg.model, cfg.clients, batch_size=cfg.batch, seed=seed, device=device, parts=parts,
                           precision=cfg.precision)
     probe = deviation_probe(cfg.probe_taus, cfg.eval_every) if cfg.probe_taus else None
-    saving = {} if checkpoints is None else dict(
-        checkpoint=Path(checkpoints) / f"{split}-{method}-{tau}-{seed}.ckpt", checkpoint_every=every_s())
     out = run_algorithm(algorithm, fed, total_time=cfg.rounds, eval_every=cfg.eval_every, learner_class=probe,
-                        allow_large=True, **saving, **kw)   # the work was checked for the grid: runner.execute
+                        allow_large=True,   # the work was checked for the grid: runner.execute
+                        **checkpointing(checkpoints, split, method, tau, seed), **kw)
     if probe is not None:
         out["deviation"] = out.pop("learner").deviation
     out.pop("schedule")
@@ -708,7 +707,6 @@ def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = 
         return run_quadratic(out=out, quick=quick, fresh=fresh, allow_large=allow_large, **overrides)
     cfg = setting(experiment, quick=quick, **overrides)
     dev = resolve_device(device)
-    every_s()                    # a bad AFL_CHECKPOINT_EVERY is an error before anything runs
     g = grid(cfg, seeds=seeds, device=dev, root=root, fleet=fleet, fleet_size=fleet_size, name=experiment)
     done = execute(g, out=out, quick=quick, seeds=seeds, fresh=fresh, reuse=reuse, progress=progress, fleet=fleet,
                    fleet_size=fleet_size, ray=ray, processes=processes, device=dev, overrides=overrides,

@@ -40,6 +40,7 @@ from torch import Tensor
 from ..algorithms import make_federation, run_algorithm
 from ..compress import make_quantizer
 from ..budget import MAX_BATCH, MAX_HELD, Work, evaluations, fields_of
+from ..checkpoint import checkpointing
 from ..data import Dataset, load_dataset, partition as make_partition
 from ..engine import PRECISIONS
 from ..errors import check, check_choice, check_int, check_real
@@ -336,10 +337,11 @@ def user_parts(cfg: QafelSetting, data: Dataset, seed: int) -> list[Tensor]:
 
 
 def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: int, *, dataset=None,
-                device="cpu", root=None, learner_class=None) -> dict:
+                device="cpu", root=None, learner_class=None, checkpoints=None) -> dict:
     """One seeded run of ``method``: stopped when the validation accuracy first reaches ``cfg.target`` (else at
     ``cfg.max_uploads``); its curve against uploads, uploads to target and message sizes. ``learner_class``: an
-    instrumented subclass of the method's learner (a probe: :func:`afl.algorithms.run_algorithm`)."""
+    instrumented subclass of the method's learner (a probe: :func:`afl.algorithms.run_algorithm`). ``checkpoints``:
+    a folder where the run saves its state as it goes and from which it goes on (:mod:`afl.checkpoint`)."""
     algorithm, kw = cfg.run_kwargs(method, concurrency)
     data = dataset if dataset is not None else load_task(cfg, root=root, device=device)
     parts = user_parts(cfg, data, seed)
@@ -350,7 +352,7 @@ def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: i
     rate = kw["arrival_rate"]
     out = run_algorithm(algorithm, fed, total_time=cfg.max_uploads / rate, eval_every=cfg.eval_every / rate,
                         target=cfg.target, allow_large=True,   # the work was checked for the grid: runner.execute
-                        learner_class=learner_class, **kw)
+                        learner_class=learner_class, **kw, **checkpointing(checkpoints, concurrency, method, seed))
     out.pop("schedule")
     out.pop("model")
     d = fed.init.numel()
@@ -392,11 +394,11 @@ def same_run(run: dict, cfg: QafelSetting) -> bool:
 
 
 def run_grid(cfg: QafelSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,
-             fleet_size: int | None = None, on_outcome=None) -> list[Outcome]:
+             fleet_size: int | None = None, on_outcome=None, checkpoints=None) -> list[Outcome]:
     """The runs ``keys`` ((concurrency, method, seed) each) of ``cfg`` on one machine, as a fleet or one by one."""
     data = load_task(cfg, root=root, device=device)
-    tasks = [(key, partial_fn(compute_run, cfg, key[1], key[0], key[2], dataset=data, device=device))
-             for key in keys]
+    tasks = [(key, partial_fn(compute_run, cfg, key[1], key[0], key[2], dataset=data, device=device,
+                              checkpoints=checkpoints)) for key in keys]
     return run_tasks(tasks, fleet=fleet, fleet_size=fleet_size, on_outcome=on_outcome)
 
 
@@ -407,7 +409,7 @@ def grid(cfg: QafelSetting, *, seeds: int | None = None, device="cpu", root=None
     keys = [(c, m, s) for s in range(seeds) for c in cfg.concurrencies for m in cfg.methods]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
     return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg),
-                ("seeds", "methods", "concurrencies"))
+                ("seeds", "methods", "concurrencies"), checkpoints=True)
 
 
 def table(runs: list[dict]) -> dict:

@@ -24,6 +24,7 @@ import torch
 
 from ..algorithms import get as get_algorithm
 from ..budget import check_work
+from ..checkpoint import every_s
 from ..compress import Quantizer
 from ..errors import ParameterError, RunsFailed, check, check_choice, check_int
 from ..fleet import DEFAULT_SIZE, check_ray_address, run_fleet, run_in_processes, run_on_ray, run_one_by_one
@@ -297,6 +298,8 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     check_spread(processes, ray)
     if ray is not None:
         check_ray_address(ray)
+    if grid.checkpoints:
+        every_s()                    # a bad AFL_CHECKPOINT_EVERY is an error before anything runs
     reuse = [Path(p) for p in reuse]
     others = [read_result(p, "reuse") for p in reuse]
     if not fresh:

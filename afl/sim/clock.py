@@ -77,10 +77,11 @@ class EventQueue:
     def _cancelled_in_heap(self) -> int:
         return len(self._heap) - self._live
 
-    def pop(self) -> Event:
+    def pop(self, timed: bool = True) -> Event:
         """Remove and return the earliest event and move the clock to its time (:class:`afl.deadline.TimeLimit` past
-        the command's time limit)."""
-        deadline.check()
+        the command's time limit, unless not ``timed``: a caller that checks the limit itself, to save first)."""
+        if timed:
+            deadline.check()
         self._drop_cancelled()
         if not self._heap:
             raise IndexError("pop from an empty EventQueue")
@@ -95,6 +96,25 @@ class EventQueue:
 
     def __bool__(self) -> bool:
         return self._live > 0
+
+    def state_dict(self) -> dict:
+        """The clock between two events, for a checkpoint (:mod:`afl.checkpoint`): ``now``, the insertion counter,
+        the generator's state and every live event as ``(time, kind, payload, priority, seq)`` (payloads of plain
+        values); an event is named by its ``seq`` (:meth:`live`)."""
+        events = sorted((e.time, e.kind, dict(e.payload), e.priority, e.seq) for *_, e in self._heap if not e.cancelled)
+        return dict(now=self._now, seq=self._seq, rng=self.rng.bit_generator.state, events=events)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Go on from :meth:`state_dict`'s ``state`` (the generator in place: whoever holds ``rng`` keeps it)."""
+        self.rng.bit_generator.state = state["rng"]
+        self._now, self._seq = state["now"], state["seq"]
+        self._heap = [(t, p, seq, Event(t, kind, payload, p, seq)) for t, kind, payload, p, seq in state["events"]]
+        heapq.heapify(self._heap)
+        self._live = len(self._heap)
+
+    def live(self) -> dict[int, Event]:
+        """The live events by their ``seq`` (a restored clock's events are new objects: find them here)."""
+        return {e.seq: e for *_, e in self._heap if not e.cancelled}
 
     def __repr__(self):
         return f"EventQueue(now={self._now:g}, pending={self._live})"

@@ -34,6 +34,7 @@ from afl.sim.speeds import SpeedProfile
 from afl.sim.timeline import Timeline
 
 STEP, SERVER = 0, 1  # event priorities at equal times: clients finishing first, then the server
+_EVENT = "__event__"  # an event in a saved policy state, by its number
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class ClientClock:
         self._model = np.zeros(n, dtype=int)
         self._active = np.zeros(n, dtype=bool)
         self._pending: list[Event | None] = [None] * n
+        self.vars: dict = {}  # the server policy's own state (its buffer, ...): saved with the clock
         self.learner = learner
         if learner is not None:
             learner.progress = self.progress
@@ -168,12 +170,48 @@ class ClientClock:
                 self.start(c, t)
         return got
 
-    def run(self, t_end: float, on_done=None, on_server=None) -> None:
-        """Process events up to ``t_end``: ``on_done(client, t)`` when a client ends its K-th step,
-        ``on_server(event)`` for every other event. Clients still active at ``t_end`` get their open interval
-        recorded up to ``t_end`` (an unfinished run is drawn as training)."""
+    def state_dict(self) -> dict:
+        """The schedule between two events, for a checkpoint (:mod:`afl.checkpoint`): the event queue, timeline,
+        contacts, every client's run, and the server policy's own state :attr:`vars` (an event there, as a client's
+        pending "done", is saved as its number)."""
+        pending = [-1 if e is None else e.seq for e in self._pending]
+        own = {k: {_EVENT: v.seq} if isinstance(v, Event) else v for k, v in self.vars.items()}
+        return dict(queue=self.queue.state_dict(), timeline=self.timeline, contacts=self.contacts,
+                    version=self.version, started=self._started, ends=self._ends, model=self._model,
+                    active=self._active, pending=pending, vars=own)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Go on from :meth:`state_dict`'s ``state``."""
+        self.queue.load_state_dict(state["queue"])
+        live = self.queue.live()
+        self.timeline, self.contacts, self.version = state["timeline"], state["contacts"], state["version"]
+        self._started, self._ends, self._model = state["started"], state["ends"], state["model"]
+        self._active = state["active"]
+        self._pending = [None if seq < 0 else live[seq] for seq in state["pending"]]
+        self.vars.update({k: live[v[_EVENT]] if isinstance(v, dict) and _EVENT in v else v
+                          for k, v in state["vars"].items()})
+
+    def run(self, t_end: float, begin, on_done=None, on_server=None, checkpoint=None) -> None:
+        """``begin()`` (the first starts and server events), then process events up to ``t_end``: ``on_done(client,
+        t)`` when a client ends its K-th step, ``on_server(event)`` for every other event. Clients still active at
+        ``t_end`` get their open interval recorded up to ``t_end`` (an unfinished run is drawn as training).
+
+        ``checkpoint`` (a :class:`afl.checkpoint.RunCheckpoint`, with a learner): go on from its saved state instead
+        of ``begin()`` if it has one; between two events, save the state whenever it is due, and before stopping at
+        the command's time limit (:mod:`afl.deadline`)."""
+        saved = None if checkpoint is None else checkpoint.load(self.learner.w.device)
+        if saved is None:
+            begin()
+        else:
+            self.load_state_dict(saved["clock"])
+            self.learner.restore(saved["learner"], self.queue.now)
         while self.queue and self.queue.peek().time <= t_end:
-            event = self.queue.pop()
+            stop = deadline.passed()
+            if checkpoint is not None and (stop or checkpoint.due()):
+                checkpoint.save(dict(clock=self.state_dict(), learner=self.learner.snapshot()))
+            if stop:
+                raise deadline.TimeLimit(f"the time limit stopped the run at simulated time {self.queue.now:g}")
+            event = self.queue.pop(timed=False)
             if event.kind == "done":
                 self._pending[event["client"]] = None
                 if on_done is not None:
@@ -192,31 +230,34 @@ class ClientClock:
 
 
 def simulate_async_schedule(profile: SpeedProfile, K: int, s: int, server_interval: float, t_end: float,
-                            seed=0, learner=None) -> ScheduleResult:
+                            seed=0, learner=None, checkpoint=None) -> ScheduleResult:
     """FAVAS / QuAFL schedule: contacts of ``s`` uniform clients every ``server_interval``.
 
     Without a ``learner`` nothing is trained; with one (see :class:`afl.algorithms.base.Learner`) it is told of
     every (re)start and server step, which is how the algorithms of :mod:`afl.algorithms` run on this schedule.
+    ``checkpoint``: as in :meth:`ClientClock.run` (every schedule here takes one).
     """
     clock = ClientClock(profile, K, seed, learner)
     n = profile.n
     s = check_int("s", s, 1, n)
     server_interval = check_real("server_interval", server_interval, 0, strict_low=True)
     t_end = check_real("t_end", t_end, 0, strict_low=True)
-    for c in range(n):
-        clock.start(c, 0.0)
-    clock.queue.push(server_interval, "server", priority=SERVER)
+
+    def begin():
+        for c in range(n):
+            clock.start(c, 0.0)
+        clock.queue.push(server_interval, "server", priority=SERVER)
 
     def on_server(event):
         clock.server_step(event.time, clock.queue.rng.choice(n, size=s, replace=False))
         clock.queue.push(event.time + server_interval, "server", priority=SERVER)
 
-    clock.run(t_end, on_server=on_server)
+    clock.run(t_end, begin, on_server=on_server, checkpoint=checkpoint)
     return clock.result("async", s=s, server_interval=server_interval, t_end=t_end, seed=seed)
 
 
 def simulate_buffered_schedule(profile: SpeedProfile, K: int, Z: int, t_end: float, seed=0, server_time: float = 0.0,
-                               concurrency: int | None = None, learner=None) -> ScheduleResult:
+                               concurrency: int | None = None, learner=None, checkpoint=None) -> ScheduleResult:
     """FedBuff schedule: at most ``concurrency`` clients run ``K`` steps; the server steps when ``Z`` have delivered.
 
     Deliveries are taken first come, first served. A server step takes ``server_time`` (QuAFL code: the
@@ -224,68 +265,71 @@ def simulate_buffered_schedule(profile: SpeedProfile, K: int, Z: int, t_end: flo
     ``Z`` clients it took are idle, and clients drawn uniformly from all idle ones start on the new model
     until ``concurrency`` are in flight (training or waiting in the buffer); at time 0, ``concurrency``
     uniform clients start. ``concurrency=None`` (every client; the QuAFL/FAVAS code): no draw is needed,
-    the ``Z`` clients of a step restart at once. ``learner``: as in :func:`simulate_async_schedule`.
+    the ``Z`` clients of a step restart at once. ``learner``, ``checkpoint``: as in :func:`simulate_async_schedule`.
     """
     clock = ClientClock(profile, K, seed, learner)
     n = profile.n
     Z = check_int("Z", Z, 1, n)
     cap = n if concurrency is None else check_int("concurrency", concurrency, Z, n, hint="Z to n, or None for every client")
     t_end, server_time = check_real("t_end", t_end, 0, strict_low=True), check_real("server_time", server_time, 0)
-    buffer: list[int] = []
-    free_at, wake = [0.0], [None]
-    in_flight = np.zeros(n, dtype=bool)
+    v = clock.vars
+    v.update(buffer=[], free_at=0.0, wake=None, in_flight=np.zeros(n, dtype=bool))
 
     def launch(t, k):
         """Start k clients drawn uniformly from the idle ones (all of them, in order, if k are idle)."""
-        idle = np.flatnonzero(~in_flight)
+        idle = np.flatnonzero(~v["in_flight"])
         chosen = idle if k == len(idle) else clock.queue.rng.choice(idle, size=k, replace=False)
         for c in map(int, chosen):
-            in_flight[c] = True
+            v["in_flight"][c] = True
             clock.start(c, t)
 
     def maybe_step(t):
+        buffer = v["buffer"]
         if len(buffer) < Z:
             return
-        if t < free_at[0]:
-            if wake[0] is None:
-                wake[0] = clock.queue.push(free_at[0], "server", priority=SERVER)
+        if t < v["free_at"]:
+            if v["wake"] is None:
+                v["wake"] = clock.queue.push(v["free_at"], "server", priority=SERVER)
             return
         group = buffer[:Z]
         del buffer[:Z]
         clock.server_step(t, group, restart=concurrency is None, flush=True)
         if concurrency is not None:
-            in_flight[group] = False
-            launch(t, cap - int(in_flight.sum()))
-        free_at[0] = t + server_time
+            v["in_flight"][group] = False
+            launch(t, cap - int(v["in_flight"].sum()))
+        v["free_at"] = t + server_time
         maybe_step(t)
 
     def on_done(client, t):
-        buffer.append(client)
+        v["buffer"].append(client)
         maybe_step(t)
 
     def on_server(event):
-        wake[0] = None
+        v["wake"] = None
         maybe_step(event.time)
 
-    if concurrency is None:
-        in_flight[:] = True
-        for c in range(n):
-            clock.start(c, 0.0)
-    else:
-        launch(0.0, cap)
-    clock.run(t_end, on_done=on_done, on_server=on_server)
+    def begin():
+        if concurrency is None:
+            v["in_flight"][:] = True
+            for c in range(n):
+                clock.start(c, 0.0)
+        else:
+            launch(0.0, cap)
+
+    clock.run(t_end, begin, on_done=on_done, on_server=on_server, checkpoint=checkpoint)
     return clock.result("buffered", Z=Z, t_end=t_end, seed=seed, server_time=server_time, concurrency=concurrency)
 
 
 def simulate_arrival_schedule(profile: SpeedProfile, K: int, Z: int, arrivals: ArrivalProcess, t_end: float,
-                              seed=0, concurrency: int | None = None, learner=None) -> ScheduleResult:
+                              seed=0, concurrency: int | None = None, learner=None, checkpoint=None) -> ScheduleResult:
     """FedBuff schedule with arrivals (QAFeL App. D; FLSim's asynchronous trainer): at every arrival of
     ``arrivals`` one client drawn uniformly from the idle ones starts ``K`` steps on the current model (its step
     times from ``profile``: QAFeL's one step of HalfNormal(1) duration); finished clients deliver, first come,
     first served, and the server steps, instantly, each time ``Z`` updates are buffered; the clients it took are
     idle again. How many train at once follows from the rate (Little's law, :func:`afl.sim.rate_for_concurrency`);
     ``concurrency`` caps it, and an arrival finding the cap reached (or no idle client) is turned away
-    (``params["turned_away"]`` counts them). Staleness is recorded per update in the contacts.
+    (``params["turned_away"]`` counts them). Staleness is recorded per update in the contacts. ``checkpoint``: as
+    in :func:`simulate_async_schedule`.
     """
     clock = ClientClock(profile, K, seed, learner)
     n = profile.n
@@ -294,69 +338,68 @@ def simulate_arrival_schedule(profile: SpeedProfile, K: int, Z: int, arrivals: A
     t_end = check_real("t_end", t_end, 0, strict_low=True)
     if not isinstance(arrivals, ArrivalProcess):
         raise ParameterError("arrivals", arrivals, "an ArrivalProcess (afl.sim.make_arrivals)")
-    rng = clock.queue.rng
-    buffer: list[int] = []
-    in_flight = np.zeros(n, dtype=bool)
-    turned_away = 0
+    rng, v = clock.queue.rng, clock.vars
+    v.update(buffer=[], in_flight=np.zeros(n, dtype=bool), turned_away=0)
 
     def arrive(t):
-        nonlocal turned_away
-        idle = np.flatnonzero(~in_flight)
+        idle = np.flatnonzero(~v["in_flight"])
         if len(idle) == 0 or n - len(idle) >= cap:
-            turned_away += 1
+            v["turned_away"] += 1
         else:
             c = int(rng.choice(idle))
-            in_flight[c] = True
+            v["in_flight"][c] = True
             clock.start(c, t)
         clock.queue.push(float(arrivals.next_times(rng, t, 1)[0]), "arrival", priority=SERVER)
 
     def on_done(client, t):
+        buffer = v["buffer"]
         buffer.append(client)
         if len(buffer) == Z:
             group = buffer[:]
             buffer.clear()
             clock.server_step(t, group, restart=False, flush=True)
-            in_flight[group] = False
+            v["in_flight"][group] = False
 
-    clock.queue.push(float(arrivals.next_times(rng, 0.0, 1)[0]), "arrival", priority=SERVER)
-    clock.run(t_end, on_done=on_done, on_server=lambda event: arrive(event.time))
+    def begin():
+        clock.queue.push(float(arrivals.next_times(rng, 0.0, 1)[0]), "arrival", priority=SERVER)
+
+    clock.run(t_end, begin, on_done=on_done, on_server=lambda event: arrive(event.time), checkpoint=checkpoint)
     return clock.result("arrivals", Z=Z, t_end=t_end, seed=seed, rate=arrivals.rate, arrivals=arrivals.kind,
-                        concurrency=concurrency, turned_away=turned_away)
+                        concurrency=concurrency, turned_away=v["turned_away"])
 
 
 def simulate_sync_schedule(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0, server_time: float = 0.0,
-                           learner=None) -> ScheduleResult:
+                           learner=None, checkpoint=None) -> ScheduleResult:
     """FedAvg schedule: each round ``s`` uniform clients run ``K`` steps; it ends ``server_time`` after the slowest.
 
     ``server_time``: the server's interaction time added to every round (QuAFL code, ``train_Fed_Avg``).
-    ``learner``: as in :func:`simulate_async_schedule`.
+    ``learner``, ``checkpoint``: as in :func:`simulate_async_schedule`.
     """
     clock = ClientClock(profile, K, seed, learner)
     n = profile.n
     s = check_int("s", s, 1, n)
     t_end, server_time = check_real("t_end", t_end, 0, strict_low=True), check_real("server_time", server_time, 0)
-    chosen: list[int] = []
-    waiting: set[int] = set()
+    v = clock.vars
+    v.update(chosen=[], waiting=[])     # the round's clients, and those not yet done (in the order they started)
 
     def new_round(t):
-        chosen[:] = [int(c) for c in clock.queue.rng.choice(n, size=s, replace=False)]
-        waiting.update(chosen)
+        v["chosen"] = [int(c) for c in clock.queue.rng.choice(n, size=s, replace=False)]
+        v["waiting"] = list(v["chosen"])
         if learner is not None:
-            learner.on_round(t, list(chosen))
-        for c in chosen:
+            learner.on_round(t, list(v["chosen"]))
+        for c in v["chosen"]:
             clock.start(c, t)
 
     def on_done(client, t):
-        waiting.discard(client)
-        if not waiting:
+        v["waiting"].remove(client)
+        if not v["waiting"]:
             clock.queue.push(t + server_time, "server", priority=SERVER)
 
     def on_server(event):
-        clock.server_step(event.time, chosen, restart=False)
+        clock.server_step(event.time, v["chosen"], restart=False)
         new_round(event.time)
 
-    new_round(0.0)
-    clock.run(t_end, on_done=on_done, on_server=on_server)
+    clock.run(t_end, lambda: new_round(0.0), on_done=on_done, on_server=on_server, checkpoint=checkpoint)
     return clock.result("sync", s=s, t_end=t_end, seed=seed, server_time=server_time)
 
 
