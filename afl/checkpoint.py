@@ -16,7 +16,9 @@ models, the client store), its history (evaluations, counters, wall time so far)
 QuAFL, FedBuff, QAFeL, FedAsync, CA2FL, FADAS, rounds that wait for the slowest client): the event queue (its
 generator and live events), every client's run (start, step end times, model version), the server policy's own
 state (its buffer, the clients in flight), and the learner's snapshot with the jobs of clients still training and
-its quantizers' generators. A checkpoint carries the identity of its run (algorithm, settings, seed, federation);
+its quantizers' generators. FedAST's pool (:func:`afl.sim.pool.simulate_pool_schedule`) between two events and
+Sync-ST's rounds keep the same kinds of state for several models (:func:`afl.algorithms.fedast.tasks_snapshot`). A
+checkpoint carries the identity of its run (algorithm, settings, seed, federation);
 one of another run is refused, never resumed. Files are written by ``torch.save`` and read with
 ``weights_only=True``: besides tensors and plain values, the unpickler builds only the classes a checkpoint holds
 (:func:`safe_globals`), so a planted file cannot run code when it is loaded (``tests/test_checkpoint.py``).
@@ -43,10 +45,11 @@ def safe_globals() -> list:
     import numpy as np
 
     from .algorithms.state import ClientState
+    from .sim.pool import Update
     from .sim.schedule import Contact, RoundSampler
     from .sim.timeline import Flush, Interval, Timeline
     rng = np.random.default_rng(0)
-    return [RoundSampler, Timeline, Interval, Flush, Contact, ClientState, OrderedDict, bytes,
+    return [RoundSampler, Timeline, Interval, Flush, Contact, Update, ClientState, OrderedDict, bytes,
             rng.__reduce__()[0], rng.bit_generator.__reduce__()[0], type(rng.bit_generator),
             np.random.SeedSequence, rng.bit_generator.seed_seq.__reduce__()[0],
             np.zeros(1).__reduce__()[0], np.ndarray, np.dtype,

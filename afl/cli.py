@@ -11,7 +11,6 @@ import sys
 
 from . import deadline
 from .deadline import TimeLimit
-from .rates import MACHINES
 
 
 def _models(args) -> None:
@@ -216,8 +215,8 @@ def _plan(args) -> int:
         if args.resume_from:
             plan.unpack_results(Path(args.resume_from), out)
         chosen = plan.find(root, args.jobs) if args.jobs else plan.jobs(root)
-        reports = plan.run(chosen, out, parse(args.time_limit), device=args.device, machine=args.machine,
-                           root=root, data_root=args.data_root)
+        reports = plan.run(chosen, out, parse(args.time_limit), device=args.device, root=root,
+                           data_root=args.data_root)
         plan.write_report(reports, out / "plan-report.json")
         finished = [r for r in reports if r["state"] == "finished"]
         if finished:
@@ -440,9 +439,6 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--time-limit", default=None, metavar="DURATION",
                    help="run: stop cleanly after this long (90s, 9m, 2.5h), checkpoints saved")
     q.add_argument("--device", default="cpu", help="run: cpu, cuda or cuda:<index> (default: cpu)")
-    q.add_argument("--machine", default=None, choices=sorted(MACHINES),
-                   help="run: the kind of machine this is, whose measured rates decide whether a job without "
-                        "checkpoints fits the time left")
     q.add_argument("--data-root", default=None, metavar="DIR", help="run: data root (default: the search path)")
     q.add_argument("--resume-from", default=None, metavar="TAR",
                    help="run: first unpack this archive of afl plan archive into --out")

@@ -14,6 +14,7 @@ engines (:attr:`LocalSGD.signature`) share one engine call, whatever their hooks
 from __future__ import annotations
 
 import threading
+from collections import deque
 
 import numpy as np
 import torch
@@ -203,6 +204,53 @@ class JobQueue:
             member.wait()
         else:
             run_pending([self])
+
+
+class SavedJobs:
+    """Data holding jobs, as a checkpoint holds it (:mod:`afl.checkpoint`) and back, for a run of ``queues``: a
+    pending job by its queue and place (each queue's :meth:`JobQueue.state_dict` holds the jobs themselves), a
+    finished one by its queue, client and result, a deque as a list (a checkpoint is read with
+    ``torch.load(weights_only=True)``, whose unpickler builds lists, not deques)."""
+
+    DEQUE, PENDING, FINISHED = "__deque__", "__pending_job__", "__finished_job__"
+
+    def __init__(self, queues: list[JobQueue]):
+        self.queues = list(queues)
+
+    def encode(self, value):
+        places = {id(job): [q, i] for q, queue in enumerate(self.queues) for i, job in enumerate(queue.pending)}
+        return self._encode(value, places)
+
+    def _encode(self, value, places: dict):
+        if isinstance(value, Job):
+            if id(value) in places:
+                return {self.PENDING: places[id(value)]}
+            owner = next(q for q, queue in enumerate(self.queues) if queue is value._queue)
+            return {self.FINISHED: [owner, value.client], "out": value.result()}
+        if isinstance(value, deque):
+            return {self.DEQUE: [self._encode(v, places) for v in value], "maxlen": value.maxlen}
+        if isinstance(value, dict):
+            return {k: self._encode(v, places) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._encode(v, places) for v in value)
+        return value
+
+    def decode(self, value, pending: list[list[Job]]):
+        """What :meth:`encode` saved, rebuilt (``pending``: each queue's pending jobs as its
+        :meth:`JobQueue.load_state_dict` restored them)."""
+        if isinstance(value, dict):
+            if self.PENDING in value:
+                q, i = value[self.PENDING]
+                return pending[q][i]
+            if self.FINISHED in value:
+                q, client = value[self.FINISHED]
+                return Job.finished(self.queues[q], client, value["out"])
+            if self.DEQUE in value:
+                return deque((self.decode(v, pending) for v in value[self.DEQUE]), maxlen=value["maxlen"])
+            return {k: self.decode(v, pending) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.decode(v, pending) for v in value)
+        return value
 
 
 def _enlist(queue: JobQueue) -> None:

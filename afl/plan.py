@@ -170,15 +170,14 @@ def done(job: Job, out: Path) -> bool:
     return (Path(out) / job.dest / f"{job.run.experiment}.json").is_file()
 
 
-def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", machine: str | None = None,
-        root: Path | None = None, data_root: str | None = None, say=print) -> list[dict]:
+def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", root: Path | None = None,
+        data_root: str | None = None, say=print) -> list[dict]:
     """Run ``chosen`` one after the other into ``out/<dest>`` within ``time_limit_s`` seconds: each as ``afl repro
-    ... --time-limit <what is left>``; a job already finished in ``out`` is passed over; a job whose runs keep no
-    checkpoint is started only if one of its runs fits the time left on ``machine`` (where a rate is measured).
-    Returns each job's report: finished, stopped at the limit (goes on from ``out`` next time), or failed."""
+    ... --time-limit <what is left>`` (every run keeps checkpoints: one stopped at the limit goes on from them); a
+    job already finished in ``out`` is passed over. Returns each job's report: finished, stopped at the limit (goes
+    on from ``out`` next time), or failed."""
     check_real("--time-limit", time_limit_s, 0, strict_low=True)
     end = time.monotonic() + time_limit_s
-    rates = load(Path(root)) if root is not None else []
     reports = []
     for job in chosen:
         left = end - time.monotonic()
@@ -188,15 +187,6 @@ def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", 
         if left < MIN_START_S:
             say(f"afl plan: {left:.0f} s left, {job.name} and the rest wait for the next job")
             break
-        rate = job.rate(rates, machine) if machine else None
-        if rate is not None and not job.checkpoints():
-            work = job.work()
-            per_run = work.client_steps / max(work.runs, 1) / rate.value
-            if per_run > left:
-                say(f"afl plan: {job.name} passed over: its runs keep no checkpoint and one takes up to "
-                    f"{per_run / 60:.1f} min at {rate.value:,.0f} client-steps/s ({rate.source}), "
-                    f"{left / 60:.1f} min are left")
-                continue
         argv = job.argv(Path(out) / job.dest, device) + ["--time-limit", f"{math.floor(left)}s"]
         if data_root:
             argv += ["--root", str(data_root)]

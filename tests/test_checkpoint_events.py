@@ -127,3 +127,70 @@ def test_every_method_on_rounds_of_the_slowest_client_resumes_mid_round(case, tm
     assert torch.load(path, weights_only=False)["state"]["learner"]["queue"]["jobs"]
     monkeypatch.setattr(afl.deadline, "passed", lambda: False)
     same_run(run_algorithm(name, federation(), total_time=TOTAL, eval_every=EVERY, **kw, checkpoint=path), whole)
+
+
+# -- several models on one pool: FedAST (its own event loop) and Sync-ST (its rounds) -------------------------------
+def _same_tasks(a, b):
+    for x, y in zip(a["tasks"], b["tasks"]):
+        torch.testing.assert_close(x["model"], y["model"], rtol=0, atol=0)
+        assert x["curve"] == y["curve"] and x["target_reached_at"] == y["target_reached_at"]
+
+
+@pytest.mark.parametrize("kw", [dict(first_wave="paper"), dict(first_wave="code", cap_first=False),
+                                dict(first_wave="current", realloc="code"), dict(realloc="paper")])
+def test_a_fedast_run_resumed_from_its_checkpoint_is_the_run_that_never_stopped(kw, tmp_path, monkeypatch):
+    """Requests out with their models (first waves waiting for theirs), buffers half full, a finished task (its
+    target reached), Realloc's estimates and allocations are all in the checkpoint."""
+    from afl.algorithms.fedast import FedASTTask, Realloc, run_fedast
+    from test_fedast import federation as fedast_federation, pool
+    realloc = kw.get("realloc")
+    if realloc is not None:
+        kw = dict(kw, realloc=Realloc(realloc, window=3, period=0.5, warmup=1, chunk=2))
+    tasks = [FedASTTask(lr=0.05, server_lr=0.7, steps=3, requests=6, buffer=2, name="a",
+                        target=None if realloc else 0.7),
+             FedASTTask(lr=0.1, server_lr=0.4, steps=2, requests=4, buffer=3, name="b")]
+
+    def run(**more):
+        return run_fedast([fedast_federation(0), fedast_federation(1)], tasks, pool([0.15, 0.23]), total_time=12,
+                          eval_every=4, cap=8, seed=5, **kw, **more)
+    calls = []
+    monkeypatch.setattr(afl.deadline, "passed", lambda: calls.append(1) and False)
+    whole = run()
+    if realloc:                                   # the cases the checkpoint must carry
+        assert len(whole["reallocations"]) > 5
+    else:
+        assert whole["schedule"].finished_at[0] is not None
+    path = tmp_path / "run.ckpt"
+    stop_after(monkeypatch, len(calls) // 2)
+    with pytest.raises(TimeLimit):
+        run(checkpoint=path)
+    monkeypatch.setattr(afl.deadline, "passed", lambda: False)
+    resumed = run(checkpoint=path)
+    _same_tasks(resumed, whole)
+    a, b = resumed["schedule"], whole["schedule"]
+    assert a.updates == b.updates and a.allocations == b.allocations and a.finished_at == b.finished_at
+    assert resumed["reallocations"] == whole["reallocations"] and not path.exists()
+
+
+@pytest.mark.parametrize("selection", ["uniform", "ucb", "bayes"])
+def test_a_sync_st_run_resumed_from_its_checkpoint_is_the_run_that_never_stopped(selection, tmp_path, monkeypatch):
+    from afl.algorithms.fedast import FedASTTask
+    from afl.algorithms.sync_st import run_sync_st
+    from test_sync_st import federation as sync_federation, pool
+    tasks = [FedASTTask(lr=0.05, server_lr=1.0, steps=3, requests=6, name="a", target=0.3),
+             FedASTTask(lr=0.1, server_lr=1.0, steps=2, requests=4, name="b")]
+
+    def run(**more):
+        return run_sync_st([sync_federation(0), sync_federation(1)], tasks, pool([0.1, 0.2]), total_time=20,
+                           eval_every=5, cap=8, first_k=3, selection=selection, seed=1, **more)
+    whole = run()
+    path = tmp_path / "run.ckpt"
+    stop_after(monkeypatch, 4)
+    with pytest.raises(TimeLimit):
+        run(checkpoint=path)
+    monkeypatch.setattr(afl.deadline, "passed", lambda: False)
+    resumed = run(checkpoint=path)
+    _same_tasks(resumed, whole)
+    assert len(whole["schedule"]["round_ends"]) > 4
+    assert resumed["schedule"]["round_ends"] == whole["schedule"]["round_ends"]
+    assert resumed["schedule"]["finished_at"] == whole["schedule"]["finished_at"] and not path.exists()

@@ -162,15 +162,7 @@ def test_a_job_stops_at_the_time_limit_and_no_job_starts_without_time(tmp_path, 
     assert "wait for the next job" in capsys.readouterr().out
 
 
-def test_a_job_without_checkpoints_that_cannot_finish_a_run_is_passed_over(tmp_path, monkeypatch, capsys):
-    job = plan.Job(Run("fedast-fig2", (), seeds=1, out="results/fedast/fig2"), ("c",), False, ("not run",))
-    assert not job.checkpoints()                     # FedAST's own loop keeps none
-    monkeypatch.setattr(plan.Job, "rate", lambda self, measured, machine: rates.Rate("mlp32", machine, 1e-3, "s", "w"))
-    assert plan.run([job], tmp_path, 60, machine="cpu-2", root=ROOT) == []
-    assert "keep no checkpoint" in capsys.readouterr().out and not plan.done(job, tmp_path)
-
-
-@pytest.mark.parametrize("experiment", ["favas-table2", "qafel-table1", "ghbm-table2"])
+@pytest.mark.parametrize("experiment", ["favas-table2", "qafel-table1", "ghbm-table2", "fedast-fig2"])
 def test_runs_on_rounds_and_on_event_clocks_keep_checkpoints(experiment):
     assert plan.Job(Run(experiment, (), seeds=1, out="x"), ("c",), False, ("not run",)).checkpoints()
 

@@ -127,3 +127,26 @@ def test_a_runs_plan_is_its_own_count_while_no_task_reaches_its_target(method):
     assert plan == [t["client_steps"] for t in run["tasks"]] and min(plan) > 0
     with pytest.raises(ParameterError, match="method='sync-ucb'"):
         fr.planned_client_steps(cfg, cfg.tasksets[0], "sync-ucb", cfg.caps[0], seed=1)
+
+
+def test_a_time_limit_inside_the_runs_and_the_same_grid_goes_on_from_their_checkpoints(tmp_path, monkeypatch):
+    """FedAST's and Sync-ST's runs save their state at the time limit; the same grid goes on from it to the runs
+    that never stopped (another folder's)."""
+    if not os.environ.get("AFL_DATA"):
+        pytest.skip("AFL_DATA is not set: needs the MNIST mirror")
+    from afl import deadline
+    kw = dict(quick=True, progress=False, fleet=False, **dict(TINY, seeds=1), tasksets=("mnist*2",), caps=(12,))
+    monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10 ** 6)): next(calls) >= 25)
+    with pytest.raises(deadline.TimeLimit):
+        fr.run_experiment("fedast-fig3", out=tmp_path / "a", **kw)
+    kept = list((tmp_path / "a" / "fedast-fig3.checkpoints").iterdir())
+    assert len(kept) == 1
+    monkeypatch.setattr(deadline, "passed", lambda: False)
+    runs = {}
+    for out in ("a", "b"):
+        path = fr.run_experiment("fedast-fig3", out=tmp_path / out, **kw)[0]
+        runs[out] = {(r["method"], r["seed"]): r for r in json.loads(path.read_text())["runs"]}
+    assert runs["a"].keys() == runs["b"].keys()
+    for key, run in runs["b"].items():
+        assert [t["accuracy"] for t in runs["a"][key]["tasks"]] == [t["accuracy"] for t in run["tasks"]]
+    assert not (tmp_path / "a" / "fedast-fig3.checkpoints").exists()

@@ -274,8 +274,6 @@ def main(argv=None) -> int:
     log(f"plan: {left:.1f} minutes left")
     run = [sys.executable, "-m", "afl.cli", "plan", "run", "--time-limit", f"{max(left, 0.1):.2f}m", "--out",
            str(work), "--device", "cpu" if args.cpu_test else "cuda"]
-    if not args.cpu_test:
-        run += ["--machine", "h100"]
     code = subprocess.run(run, cwd=REPO).returncode
     limits = [a for flag, v in (("--max-file-mb", args.max_file_mb), ("--max-files", args.max_files),
                                 ("--max-total-mb", args.max_total_mb)) if v is not None for a in (flag, v)]

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from ..engine import LocalSGD
 from ..errors import check, check_int, check_real
-from ..jobs import Evaluation, Job, JobQueue
+from ..jobs import Evaluation, Job, JobQueue, SavedJobs
 from ..results import report_progress
 from ..sim.schedule import Contact
 from ..sim.speeds import SpeedProfile
@@ -237,8 +237,7 @@ class Learner:
         an attribute that keeps its own (a quantizer's generators: ``state_dict``), the history and the job queue.
         Functions (correction hooks) are what ``__init__`` builds from the settings, and are built again; an
         attribute of any other kind is a ``TypeError`` (it could not be saved)."""
-        hooks = self._hooks()
-        pending = {id(job): i for i, job in enumerate(self.queue.pending)}
+        hooks, saved = self._hooks(), SavedJobs([self.queue])
         data = {}
         for name, value in vars(self).items():
             if name in self.WIRING or callable(value):
@@ -249,17 +248,17 @@ class Learner:
             if not _is_data(value):
                 raise TypeError(f"{type(self).__name__}.{name} ({type(value).__name__}) is neither data nor a "
                                 "function: a checkpoint cannot hold it")
-            data[name] = _encode(value, pending)
+            data[name] = saved.encode(value)
         return dict(learner=data, history=self.history.state_dict(), queue=self.queue.state_dict(hooks))
 
     def restore(self, snapshot: dict, now: float) -> None:
         """Go on from a :meth:`snapshot`, at simulated time ``now``."""
-        jobs = self.queue.load_state_dict(snapshot["queue"], self._hooks())
+        jobs, saved = [self.queue.load_state_dict(snapshot["queue"], self._hooks())], SavedJobs([self.queue])
         for name, value in snapshot["learner"].items():
             if isinstance(value, dict) and _OWN in value:
                 getattr(self, name).load_state_dict(value[_OWN])
             else:
-                setattr(self, name, _decode(value, jobs, self.queue))
+                setattr(self, name, saved.decode(value, jobs))
         self.history.load_state_dict(snapshot["history"], now)
 
     def _hooks(self) -> dict:
@@ -289,9 +288,8 @@ class Learner:
                                  * self.message_bytes())
 
 
-#: a deque in a snapshot is a list under this key (a checkpoint is read with torch.load(weights_only=True),
-#: whose unpickler builds lists, not deques); a job under the others; an object's own state under the last
-_DEQUE, _PENDING, _FINISHED, _OWN = "__deque__", "__pending_job__", "__finished_job__", "__state__"
+#: an attribute's own state (``state_dict``) in a snapshot, under this key
+_OWN = "__state__"
 
 
 def _is_data(value) -> bool:
@@ -303,36 +301,6 @@ def _is_data(value) -> bool:
     if isinstance(value, dict):
         return all(_is_data(v) for v in value.values())
     return isinstance(value, (list, tuple, deque)) and all(_is_data(v) for v in value)
-
-
-def _encode(value, pending: dict):
-    """``value`` as a checkpoint holds it: a deque as a list, a pending job by its place in the queue (``pending``:
-    ``id(job) -> place``), a finished one by its client and result."""
-    if isinstance(value, Job):
-        return {_PENDING: pending[id(value)]} if id(value) in pending else {_FINISHED: value.client,
-                                                                            "out": value.result()}
-    if isinstance(value, deque):
-        return {_DEQUE: [_encode(v, pending) for v in value], "maxlen": value.maxlen}
-    if isinstance(value, dict):
-        return {k: _encode(v, pending) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_encode(v, pending) for v in value)
-    return value
-
-
-def _decode(value, jobs: list, queue):
-    """What :func:`_encode` saved, rebuilt (``jobs``: the queue's pending jobs, restored in their order)."""
-    if isinstance(value, dict):
-        if _PENDING in value:
-            return jobs[value[_PENDING]]
-        if _FINISHED in value:
-            return Job.finished(queue, value[_FINISHED], value["out"])
-        if _DEQUE in value:
-            return deque((_decode(v, jobs, queue) for v in value[_DEQUE]), maxlen=value["maxlen"])
-        return {k: _decode(v, jobs, queue) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_decode(v, jobs, queue) for v in value)
-    return value
 
 
 def model_variance(server: Tensor, clients: Tensor) -> float:

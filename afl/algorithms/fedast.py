@@ -22,7 +22,9 @@ import numpy as np
 import torch
 
 from ..budget import Work, busy_clients_work, check_work
+from ..checkpoint import EVERY_S, RunCheckpoint
 from ..errors import check, check_choice, check_int, check_real
+from ..jobs import SavedJobs
 from ..sim.pool import PoolTask, simulate_pool_schedule
 from ..theory.fedast import REALLOC_VARIANTS, realloc_weights
 from .base import History, TargetReached
@@ -142,6 +144,27 @@ class FedASTServer:
 
     def bind(self, control) -> None:
         self.control = control
+
+    #: what a checkpoint keeps of the server besides its histories and queues (``pending``: its requests out)
+    STATE = ("w", "steps_at", "deferred", "batch_end", "buffers", "rounds", "window", "samples", "arrivals",
+             "variances")
+
+    @property
+    def device(self) -> torch.device:
+        return self.w[0].device
+
+    def snapshot(self) -> dict:
+        """The server between two events, for a checkpoint (:mod:`afl.checkpoint`): models, buffers, Realloc's
+        estimates, every request out (its model, job and mini-batches), each task's history and job queue."""
+        requests = [[m, c, [[r.start, r.job, r.batches, r.began, r.end] for r in q]]
+                    for (m, c), q in self.pending.items()]
+        own = {name: getattr(self, name) for name in self.STATE if hasattr(self, name)}
+        return tasks_snapshot(self.feds, self.histories, own | {"pending": requests})
+
+    def restore(self, state: dict, now: float) -> None:
+        own = tasks_restore(self.feds, self.histories, state, now)
+        self.pending = defaultdict(deque, {(m, c): deque(_Request(*r) for r in q) for m, c, q in own.pop("pending")})
+        vars(self).update(own)
 
     def live(self) -> list[int]:
         return [m for m in range(len(self.tasks)) if not self.control.finished[m]]
@@ -263,6 +286,31 @@ class FedASTServer:
                     pass
 
 
+def tasks_snapshot(feds, histories, own: dict) -> dict:
+    """A several-task server's state for a checkpoint: ``own`` (its data, jobs in it as :class:`~afl.jobs.SavedJobs`
+    keeps them), each task's history and job queue (FedAST's, Sync-ST's)."""
+    saved = SavedJobs([fed.queue for fed in feds])
+    return dict(own={name: saved.encode(value) for name, value in own.items()},
+                histories=[h.state_dict() for h in histories], queues=[fed.queue.state_dict() for fed in feds])
+
+
+def tasks_restore(feds, histories, state: dict, now: float) -> dict:
+    """Go on from :func:`tasks_snapshot`'s ``state`` at simulated time ``now``; returns the server's own data."""
+    pending = [fed.queue.load_state_dict(q) for fed, q in zip(feds, state["queues"])]
+    for h, saved in zip(histories, state["histories"]):
+        h.load_state_dict(saved, now)
+    saved = SavedJobs([fed.queue for fed in feds])
+    return {name: saved.decode(value, pending) for name, value in state["own"].items()}
+
+
+def tasks_identity(method: str, feds, tasks, **settings) -> dict:
+    """What makes a several-task run this run, for its checkpoint: the method, its tasks and settings, and each
+    task's federation (seed, clients' data sizes, initial model)."""
+    return dict(method=method, tasks=[repr(t) for t in tasks], **settings,
+                feds=[[fed.seed, [len(p) for p in fed.queue.streams.parts], float(fed.init.double().sum())]
+                      for fed in feds])
+
+
 def normalized_variance(deltas: torch.Tensor) -> float:
     """Algorithm 4, line 2: ``(1/V) sum_i ||Delta_i - mean||^2 / ||mean||^2`` over the last V updates ``(V, P)``
     of a task (any common scale of the updates cancels). Algorithm 3 then weighs tasks by
@@ -350,14 +398,16 @@ def plan_fedast(profile, tasks, total_time: float, cap: int | None = None, seed=
 
 def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None, seed=0,
                max_new: int = 2, realloc: Realloc | None = None, cap_first: bool = True, first_wave: str = "paper",
-               allow_large: bool = False) -> dict:
+               allow_large: bool = False, checkpoint=None, checkpoint_every: float = EVERY_S) -> dict:
     """Train ``tasks`` (:class:`FedASTTask`), task m on federation ``feds[m]``, over ``profile``'s clients (one
     cost per task) until ``total_time`` or until every task reached its target; option D with ``realloc``.
     Returns ``{"tasks": [per-task history dict with "model", "name"], "schedule", "reallocations"}``
     (``reallocations``: (time, per-task variance estimate) of each Realloc). ``cap_first=False``: the first
     requests ignore the cap, as the authors' code sends them (:func:`~afl.sim.simulate_pool_schedule`).
     ``first_wave``: what the first requests train from (:data:`FIRST_WAVES`). ``allow_large``: run even above
-    afl's work limits (:func:`pool_work`)."""
+    afl's work limits (:func:`pool_work`). ``checkpoint``: a file path; the run saves its state there every
+    ``checkpoint_every`` seconds of wall time and at the command's time limit, and goes on from it when started again
+    (:mod:`afl.checkpoint`); the file is deleted when the run ends."""
     feds, tasks = list(feds), list(tasks)
     check(len(feds) == len(tasks) >= 1, "feds", f"{len(feds)} federations", f"one per task ({len(tasks)})")
     for m, fed in enumerate(feds):
@@ -365,8 +415,13 @@ def run_fedast(feds, tasks, profile, total_time: float, eval_every: float, cap: 
     check_int("max_new", max_new, 1)
     total_time = check_pool_work(profile, len(tasks), total_time, eval_every, allow_large)
     server = FedASTServer(feds, tasks, total_time, eval_every, realloc, first_wave)
+    saving = None if checkpoint is None else RunCheckpoint(checkpoint, tasks_identity(
+        "fedast", feds, tasks, total_time=total_time, eval_every=eval_every, cap=cap, seed=seed, max_new=max_new,
+        realloc=repr(realloc), cap_first=cap_first, first_wave=first_wave), checkpoint_every)
     schedule = simulate_pool_schedule(profile, [t.pool_task() for t in tasks], total_time, cap=cap, seed=seed,
-                                      max_new=max_new, learner=server, cap_first=cap_first)
+                                      max_new=max_new, learner=server, cap_first=cap_first, checkpoint=saving)
+    if saving is not None:
+        saving.discard()
     for fed in feds:
         fed.queue.cancel_jobs()                          # requests still out when the time ran out
     server.finish()

@@ -29,12 +29,14 @@ import math
 import numpy as np
 import torch
 
+from .. import deadline
+from ..checkpoint import EVERY_S, RunCheckpoint
 from ..errors import check, check_choice, check_int, check_real
 from ..sim.clock import EventQueue
 from ..sim.queues import FCFSQueues
 from ..sim.timeline import Timeline
 from .base import History, TargetReached
-from .fedast import check_pool_work
+from .fedast import check_pool_work, tasks_identity, tasks_restore, tasks_snapshot
 
 SELECTIONS = ("uniform", "ucb", "bayes")
 
@@ -109,6 +111,14 @@ class SyncSTServer:
         self.live = [True] * len(self.tasks)
         self.finished_at = [None] * len(self.tasks)
 
+    def snapshot(self) -> dict:
+        """The server between two rounds, for a checkpoint (:mod:`afl.checkpoint`)."""
+        own = dict(w=self.w, requests=self.requests, live=self.live, finished_at=self.finished_at)
+        return tasks_snapshot(self.feds, self.histories, own)
+
+    def restore(self, state: dict, now: float) -> None:
+        vars(self).update(tasks_restore(self.feds, self.histories, state, now))
+
     def submit(self, m: int, client: int):
         task, fed = self.tasks[m], self.feds[m]
         self.histories[m].counters["bytes_down"] += fed.model_bytes
@@ -155,13 +165,15 @@ class SyncSTServer:
 
 def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap: int | None = None,
                 first_k: int | None = 30, selection: str = "uniform", seed=0, ucb_gamma: float = 0.99,
-                bayes_alpha: float = 0.25, bayes_candidates: int = 75, allow_large: bool = False) -> dict:
+                bayes_alpha: float = 0.25, bayes_candidates: int = 75, allow_large: bool = False, checkpoint=None,
+                checkpoint_every: float = EVERY_S) -> dict:
     """Train ``tasks`` (:class:`~afl.algorithms.fedast.FedASTTask`: ``requests`` is the task's allocation R_m,
     ``server_lr`` the synchronous one, 1 in the paper) in synchronous rounds of ``cap`` clients (all ``n`` if None)
     until ``total_time`` or until every task reached its target. Returns ``{"tasks", "schedule"}`` like
     :func:`~afl.algorithms.fedast.run_fedast`; ``schedule`` holds ``timeline``, ``round_ends``, ``kept`` and
     ``discarded`` counts per round and task, ``finished_at``. ``allow_large``: run even above afl's work limits
-    (:func:`~afl.algorithms.fedast.pool_work`)."""
+    (:func:`~afl.algorithms.fedast.pool_work`). ``checkpoint``, ``checkpoint_every``: as in
+    :func:`~afl.algorithms.fedast.run_fedast` (saved between two rounds)."""
     feds, tasks = list(feds), list(tasks)
     check(len(feds) == len(tasks) >= 1, "feds", f"{len(feds)} federations", f"one per task ({len(tasks)})")
     n = profile.n
@@ -187,7 +199,26 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
     counts = np.zeros((M, n))
     gp_x, gp_y = [], []
     now, rounds = 0.0, 0
+    saving = None if checkpoint is None else RunCheckpoint(checkpoint, tasks_identity(
+        "sync-st", feds, tasks, total_time=total_time, eval_every=eval_every, cap=cap, first_k=first_k,
+        selection=selection, seed=seed, ucb_gamma=ucb_gamma, bayes_alpha=bayes_alpha,
+        bayes_candidates=bayes_candidates), checkpoint_every)
+    saved = None if saving is None else saving.load(server.w[0].device)
+    if saved is not None:
+        rng.bit_generator.state = saved["rng"]
+        fcfs.busy_until[:], fcfs._jobs[:] = saved["busy_until"], saved["fcfs_jobs"]
+        schedule, ucb_n, ucb_l, counts = saved["schedule"], saved["ucb_n"], saved["ucb_l"], saved["counts"]
+        timeline, gp_x, gp_y, now, rounds = schedule["timeline"], saved["gp_x"], saved["gp_y"], saved["now"], \
+            saved["rounds"]
+        server.restore(saved["server"], now)
     while now < total_time and any(server.live):
+        stop = deadline.passed()
+        if saving is not None and (stop or saving.due()):
+            saving.save(dict(rng=rng.bit_generator.state, busy_until=fcfs.busy_until, fcfs_jobs=fcfs._jobs,
+                             schedule=schedule, ucb_n=ucb_n, ucb_l=ucb_l, counts=counts, gp_x=gp_x, gp_y=gp_y,
+                             now=now, rounds=rounds, server=server.snapshot()))
+        if stop:
+            raise deadline.TimeLimit(f"the time limit stopped the run after round {rounds}")
         sizes = split_clients(cap, server.requests, server.live, rng)
         available = rng.permutation(n)[:min(n, cap + 5)]
         if selection == "uniform":
@@ -224,6 +255,8 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
             gp_x.append(x)
             gp_y.append(cost)
         rounds += 1
+    if saving is not None:
+        saving.discard()
     for fed in feds:
         fed.queue.cancel_jobs()
     server.finish()

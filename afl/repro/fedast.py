@@ -25,6 +25,7 @@ import numpy as np
 from ..algorithms import make_federation
 from ..algorithms.fedast import FIRST_WAVES, FedASTTask, Realloc, plan_fedast, pool_work, run_fedast
 from ..budget import MAX_HELD, SAMPLE_CLIENTS, Work, fields_of
+from ..checkpoint import checkpointing
 from ..algorithms.sync_st import plan_sync_st, run_sync_st
 from ..data import load_dataset, partition as make_partition
 from ..engine import PRECISIONS
@@ -309,9 +310,10 @@ def client_parts(cfg: FedastSetting, name: str, data, seed: int) -> list:
 
 
 def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, buffer: int | None, seed: int, *,
-                datasets: dict, device="cpu") -> dict:
+                datasets: dict, device="cpu", checkpoints=None) -> dict:
     """One seeded run: per task its curve, target and the time it was reached; ``time_to_all_targets`` (None if a
-    task missed its target within ``total_time``); the allocation of requests over time (FedAST)."""
+    task missed its target within ``total_time``); the allocation of requests over time (FedAST). ``checkpoints``: a
+    folder where the run saves its state as it goes and from which it goes on (:mod:`afl.checkpoint`)."""
     names = parse_taskset(taskset)
     tasks = cfg.tasks(taskset, method, cap, buffer)
     profile = three_speed(cfg.clients, base=POOL_BASE, seed=seed, costs=cfg.costs(taskset))
@@ -320,7 +322,8 @@ def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, 
                             profile=profile, seed=seed * 1000 + m, device=device, parts=parts[n],
                             model_kw=cfg.model(n)[1], precision=cfg.precision) for m, n in enumerate(names)]
     common = dict(total_time=cfg.total_time, eval_every=cfg.eval_every, cap=cap, seed=seed,
-                  allow_large=True)         # the work was checked for the grid: runner.execute
+                  allow_large=True,         # the work was checked for the grid: runner.execute
+                  **checkpointing(checkpoints, taskset, method, cap, buffer, seed))
     base, _ = split_method(method)
     if base in SYNC:
         out = run_sync_st(feds, tasks, profile, first_k=None if base == "sync-st-nomit" else cfg.first_k,
@@ -378,9 +381,10 @@ def same_run(run: dict, cfg: FedastSetting) -> bool:
 
 
 def run_grid(cfg: FedastSetting, keys: list[tuple], *, device="cpu", root=None, fleet: bool = True,
-             fleet_size: int | None = None, on_outcome=None):
+             fleet_size: int | None = None, on_outcome=None, checkpoints=None):
     datasets = load_tasks(cfg, root=root, device=device)
-    work = [(key, partial_fn(compute_run, cfg, *key, datasets=datasets, device=device)) for key in keys]
+    work = [(key, partial_fn(compute_run, cfg, *key, datasets=datasets, device=device, checkpoints=checkpoints))
+            for key in keys]
     return run_tasks(work, fleet=fleet, fleet_size=fleet_size, on_outcome=on_outcome)
 
 
@@ -391,7 +395,7 @@ def grid(cfg: FedastSetting, *, seeds=None, device="cpu", root=None, fleet=True,
             for m in cfg.methods]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
     return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg),
-                selection=SELECTION)
+                selection=SELECTION, checkpoints=True)
 
 
 def _stats(values: list) -> dict:

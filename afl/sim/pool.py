@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from afl import deadline
 from afl.errors import check, check_int, check_real
 from afl.sim.clock import EventQueue
 from afl.sim.queues import FCFSQueues
@@ -126,7 +127,8 @@ class PoolSchedule:
 
 
 def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int | None = None, seed=0,
-                           max_new: int = 2, learner=None, cap_first: bool = True, popped: int = POPPED) -> PoolSchedule:
+                           max_new: int = 2, learner=None, cap_first: bool = True, popped: int = POPPED,
+                           checkpoint=None) -> PoolSchedule:
     """Simulate ``tasks`` (:class:`PoolTask`, one per model of ``profile``'s costs) sharing ``profile``'s clients
     until ``t_end`` or until every task has finished. ``learner`` (optional) is told ``on_request(task, client,
     t, start, end)`` when a request is sent (train from the task's current model; the client starts it at ``start``
@@ -136,7 +138,9 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
     has ``bind(control)``
     it gets the run's :class:`PoolControl` first, to reallocate requests and buffers and finish tasks. A client
     serves its requests in the order they were sent (FCFS), so a learner can match each arrival to its request
-    by keeping, per (task, client), its requests in order."""
+    by keeping, per (task, client), its requests in order. ``checkpoint`` (a :class:`afl.checkpoint.RunCheckpoint`,
+    with a learner that has ``snapshot()`` and ``restore(state, now)``): go on from its saved state if it has one;
+    between two events, save the state whenever it is due, and before stopping at the command's time limit."""
     tasks = tuple(tasks)
     check(len(tasks) >= 1 and all(isinstance(k, PoolTask) for k in tasks), "tasks", tasks, "PoolTask objects")
     check(len(profile.costs) >= len(tasks), "profile", f"{len(profile.costs)} model costs",
@@ -197,12 +201,45 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
         if tuple(control.requests) != out.allocations[-1][1]:
             out.allocations.append((t, tuple(control.requests)))
 
-    for m in range(len(tasks)):
-        top_up(m, 0.0, capped=cap_first)
-    batch_end, pops = -np.inf, learner is not None and hasattr(learner, "on_pop")
+    def state_dict(batch_end: float) -> dict:
+        """The pool between two events (its requests out named by their events' numbers)."""
+        return dict(clock=clock.state_dict(), busy_until=fcfs.busy_until, fcfs_jobs=fcfs._jobs, held=held,
+                    requests=control.requests, buffer=control.buffer, active=active, finished=control.finished,
+                    finishing=control._finishing, out_now=[[[e.seq, c] for e, c in d.items()] for d in out_now],
+                    version=version, buffers=buffers, batch_end=batch_end,
+                    out={k: getattr(out, k) for k in ("timeline", "updates", "server_steps", "dropped",
+                                                      "busy_clients", "cancelled", "finished_at", "allocations")})
+
+    def load_state_dict(state: dict) -> float:
+        """Go on from :func:`state_dict`'s ``state`` (the containers the closures hold, in place); its batch end."""
+        clock.load_state_dict(state["clock"])
+        live = clock.live()
+        fcfs.busy_until[:], fcfs._jobs[:], held[:] = state["busy_until"], state["fcfs_jobs"], state["held"]
+        for mine, saved in ((control.requests, "requests"), (control.buffer, "buffer"), (active, "active"),
+                            (control.finished, "finished"), (control._finishing, "finishing"), (version, "version"),
+                            (buffers, "buffers")):
+            mine[:] = state[saved]
+        out_now[:] = [{live[seq]: c for seq, c in d} for d in state["out_now"]]
+        vars(out).update(state["out"])
+        return state["batch_end"]
+
+    saved = None if checkpoint is None else checkpoint.load(learner.device)
+    if saved is None:
+        for m in range(len(tasks)):
+            top_up(m, 0.0, capped=cap_first)
+        batch_end = -np.inf
+    else:
+        batch_end = load_state_dict(saved["pool"])
+        learner.restore(saved["learner"], clock.now)
+    pops = learner is not None and hasattr(learner, "on_pop")
     popped = check_int("popped", popped, 1)
     while not all(control.finished) and clock.peek() is not None and clock.peek().time <= t_end:
-        e = clock.pop()
+        stop = deadline.passed()
+        if checkpoint is not None and (stop or checkpoint.due()):
+            checkpoint.save(dict(pool=state_dict(batch_end), learner=learner.snapshot()))
+        if stop:
+            raise deadline.TimeLimit(f"the time limit stopped the run at simulated time {clock.now:g}")
+        e = clock.pop(timed=False)
         if pops and e.time > batch_end:                 # the code's loop pops its next batch now
             batch_end = max([e.time] + clock.earliest(popped - 1))
             learner.on_pop(e.time, batch_end)
