@@ -1,7 +1,7 @@
 """A command's time limit (``afl repro --time-limit``), for a job that must end by a set time (a Slurm allocation, a
 Colab session, a spot instance): past it, a run stops at its next event or round, a run that checkpoints saves its
 state first (:mod:`afl.checkpoint`), and the command ends cleanly, its finished runs saved, to go on in the next
-job with the same command.
+job with the same command. A first Ctrl-C during ``afl repro`` ends the limit at once (:func:`ctrl_c_stops`).
 
 The limit is an absolute time in ``$AFL_DEADLINE`` (seconds since the epoch), so that the processes of a grid
 (``--processes``) share it.
@@ -31,6 +31,7 @@ def _read() -> float | None:
 
 
 _deadline = _read()
+_by_ctrl_c = False      # whether Ctrl-C ended the limit (expire) rather than the clock
 
 
 def parse(text) -> float:
@@ -55,14 +56,11 @@ def clear() -> None:
     os.environ.pop(ENV, None)
 
 
-_by_ctrl_c = False
-
-
-def expire(by_ctrl_c: bool = True) -> None:
-    """End the time limit now: every run stops at its next round or event, its checkpoint saved (Ctrl-C)."""
+def expire() -> None:
+    """End the time limit now, for Ctrl-C: every run stops at its next round or event, its checkpoint saved."""
     global _by_ctrl_c
     start(0.0)
-    _by_ctrl_c = by_ctrl_c
+    _by_ctrl_c = True
 
 
 def by_ctrl_c() -> bool:
