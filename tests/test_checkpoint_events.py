@@ -10,6 +10,7 @@ from afl.algorithms import make_federation, run_algorithm
 from afl.data import make_synthetic
 from afl.deadline import TimeLimit
 from afl.errors import ParameterError
+from test_checkpoint import same_run as same_rounds_run
 from test_rounds import CASES as ROUND_CASES, K, LR, algorithm_of, federation
 
 TOTAL, EVERY = 60.0, 10.0
@@ -42,11 +43,8 @@ def stop_after(monkeypatch, events):
 
 
 def same_run(a, b):
-    torch.testing.assert_close(a["model"], b["model"], rtol=0, atol=0)
-    assert a["curve"] == b["curve"]
-    for key in ("server_steps", "client_steps", "computed_client_steps", "bytes_up", "bytes_down", "uploads"):
-        assert a[key] == b[key], key
-    assert a["schedule"].contacts == b["schedule"].contacts
+    """:func:`test_checkpoint.same_run`, and the same timeline and schedule parameters."""
+    same_rounds_run(a, b)
     assert a["schedule"].timeline.intervals == b["schedule"].timeline.intervals
     assert a["schedule"].params == b["schedule"].params
 
