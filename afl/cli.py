@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 
 from . import deadline
@@ -150,7 +151,7 @@ def _repro(args) -> None:
             seeds = overrides.pop("seeds")
         if args.time_limit is not None:
             deadline.start(deadline.parse(args.time_limit))
-        with deadline.ctrl_c_stops():
+        with deadline.stop_on_signals():
             out = run_experiment(args.experiment, quick=args.quick, seeds=seeds, out=args.out, root=args.root,
                                  device=args.device, fresh=args.fresh, reuse=args.reuse, fleet=not args.no_fleet,
                                  fleet_size=args.fleet_size, ray=ray_address(args.ray), processes=args.processes,
@@ -458,10 +459,12 @@ def main(argv=None) -> int:
     except ValueError as err:          # bad input: say what and why, no traceback
         print(f"afl: error: {err}", file=sys.stderr)
         return 2
-    except TimeLimit:                  # --time-limit (or a first Ctrl-C): stopped cleanly, to go on in the next job
-        if deadline.by_ctrl_c():
-            print("\n" + _interrupted(args, "stopped by Ctrl-C at every run's next round or event"), file=sys.stderr)
-            return 130
+    except TimeLimit:                  # --time-limit (or a first Ctrl-C, SIGTERM): stopped cleanly, to go on later
+        signum = deadline.stopped_by()
+        if signum is not None:
+            name = signal.Signals(signum).name
+            print("\n" + _interrupted(args, f"stopped by {name} at every run's next round or event"), file=sys.stderr)
+            return 128 + signum
         print("\n" + _interrupted(args, "the time limit is reached"), file=sys.stderr)
         return 3
     except KeyboardInterrupt:

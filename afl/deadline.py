@@ -1,7 +1,8 @@
 """A command's time limit (``afl repro --time-limit``), for a job that must end by a set time (a Slurm allocation, a
 Colab session, a spot instance): past it, a run stops at its next event or round, a run that checkpoints saves its
 state first (:mod:`afl.checkpoint`), and the command ends cleanly, its finished runs saved, to go on in the next
-job with the same command. A first Ctrl-C during ``afl repro`` ends the limit at once (:func:`ctrl_c_stops`).
+job with the same command. A first Ctrl-C or SIGTERM during ``afl repro`` ends the limit at once
+(:func:`stop_on_signals`).
 
 The limit is an absolute time in ``$AFL_DEADLINE`` (seconds since the epoch), so that the processes of a grid
 (``--processes``) share it.
@@ -31,7 +32,7 @@ def _read() -> float | None:
 
 
 _deadline = _read()
-_by_ctrl_c = False      # whether Ctrl-C ended the limit (expire) rather than the clock
+_signal: int | None = None    # the signal that ended the limit (expire), if one did rather than the clock
 
 
 def parse(text) -> float:
@@ -51,45 +52,53 @@ def start(seconds: float) -> float:
 
 
 def clear() -> None:
-    global _deadline, _by_ctrl_c
-    _deadline, _by_ctrl_c = None, False
+    global _deadline, _signal
+    _deadline, _signal = None, None
     os.environ.pop(ENV, None)
 
 
-def expire() -> None:
-    """End the time limit now, for Ctrl-C: every run stops at its next round or event, its checkpoint saved."""
-    global _by_ctrl_c
+def expire(signum: int) -> None:
+    """End the time limit now, for the signal ``signum``: every run stops at its next round or event, its checkpoint
+    saved."""
+    global _signal
     start(0.0)
-    _by_ctrl_c = True
+    _signal = signum
 
 
-def by_ctrl_c() -> bool:
-    """Whether the limit was ended by Ctrl-C (:func:`ctrl_c_stops`) rather than reached."""
-    return _by_ctrl_c
+def stopped_by() -> int | None:
+    """The signal that ended the limit (:func:`stop_on_signals`), None if the clock did or nothing has."""
+    return _signal
 
 
 @contextmanager
-def ctrl_c_stops(again_stops: bool = True):
-    """While inside, a first Ctrl-C (SIGINT) ends the time limit now (:func:`expire`): every run stops at its next
-    round or event with its checkpoint saved, and the command ends as at its time limit, instead of losing what the
-    runs computed since their last checkpoint; with ``again_stops`` a second Ctrl-C stops at once. In the main
-    thread only (elsewhere it changes nothing)."""
+def stop_on_signals(again_stops: bool = True):
+    """While inside, a first Ctrl-C (SIGINT) or SIGTERM (a scheduler ending the job, a ``kill``) ends the time limit
+    now (:func:`expire`): every run stops at its next round or event with its checkpoint saved, and the command ends
+    as at its time limit, instead of losing what the runs computed since their last checkpoint; with ``again_stops``
+    a second stops at once (KeyboardInterrupt). A SIGINT the process ignores (a shell's background job) stays
+    ignored. In the main thread only (elsewhere it changes nothing)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    handled = [signal.SIGTERM] + [signal.SIGINT] * (signal.getsignal(signal.SIGINT) is not signal.SIG_IGN)
+
+    def second(signum, frame):
+        raise KeyboardInterrupt
 
     def first(signum, frame):
-        expire()
+        expire(signum)
         if again_stops:
-            print("\nafl: Ctrl-C: every run stops at its next round or event and saves its checkpoint "
-                  "(Ctrl-C again: stop at once)", file=sys.stderr)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            print(f"\nafl: {signal.Signals(signum).name}: every run stops at its next round or event and saves its "
+                  "checkpoint (again: stop at once)", file=sys.stderr)
+            for s in handled:
+                signal.signal(s, second)
 
-    previous = signal.signal(signal.SIGINT, first)
+    previous = {s: signal.signal(s, first) for s in handled}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def passed() -> bool:
@@ -103,4 +112,5 @@ def check() -> None:
         raise TimeLimit("the command's time limit is reached")
 
 
-__all__ = ["TimeLimit", "ENV", "parse", "start", "clear", "expire", "by_ctrl_c", "ctrl_c_stops", "passed", "check"]
+__all__ = ["TimeLimit", "ENV", "parse", "start", "clear", "expire", "stopped_by", "stop_on_signals", "passed",
+           "check"]

@@ -195,11 +195,11 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
     told = False
     try:
         while len(outcomes) < len(items):
-            if deadline.passed() and not told:  # a Ctrl-C sent to this process alone: the processes stop as it does
+            if deadline.passed() and not told:  # a signal sent to this process alone: the processes stop as it does
                 told = True
                 for worker in workers:
                     if worker.is_alive():
-                        os.kill(worker.pid, signal.SIGINT)
+                        os.kill(worker.pid, signal.SIGTERM)
             try:
                 message = outbox.get(timeout=0.5)
             except queues.Empty:
@@ -282,7 +282,7 @@ def _run_part(outbox, threads: int, processes: int, work, part, parent: int | No
     share_devices(processes)
     watch(_Progress)
     try:
-        with deadline.ctrl_c_stops(again_stops=False):   # the parent stops it for good
+        with deadline.stop_on_signals(again_stops=False):   # the parent stops it for good
             work(part, on_outcome=outbox.put)
     except TimeLimit:                     # the command's time limit: the parent stops, its finished runs saved
         outbox.put(_Stopped())

@@ -204,12 +204,12 @@ def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", 
 
 def run_child(cmd: list[str]) -> int:
     """Run one job's command and return its exit code. A SIGTERM to this process (a scheduler ending the job, a
-    ``kill``) is passed on to it as Ctrl-C -- it saves its checkpoints and stops -- and this process stops after it:
-    no run is left computing behind a plan that has ended."""
+    ``kill``) is passed on to it -- ``afl repro`` saves its checkpoints and stops (:func:`afl.deadline.
+    stop_on_signals`) -- and this process stops after it: no run is left computing behind a plan that has ended."""
     child = subprocess.Popen(cmd, env=os.environ.copy())
 
     def forward(signum, frame):
-        child.send_signal(signal.SIGINT)
+        child.send_signal(signal.SIGTERM)
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, forward)

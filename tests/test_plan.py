@@ -276,8 +276,8 @@ def test_the_data_commands_need_their_folders(tmp_path, capsys):
 
 
 def test_a_terminated_plan_passes_the_signal_on_to_its_run(tmp_path):
-    """``kill`` (SIGTERM) on a plan reaches the ``afl repro`` it runs as Ctrl-C (it saves its checkpoints and stops)
-    and both end: no run is left computing behind (before, the run went on alone)."""
+    """``kill`` (SIGTERM) on a plan reaches the ``afl repro`` it runs (which saves its checkpoints and stops) and both
+    end: no run is left computing behind (before, the run went on alone)."""
     import signal
     import subprocess
     import sys
@@ -285,7 +285,7 @@ def test_a_terminated_plan_passes_the_signal_on_to_its_run(tmp_path):
     marker = tmp_path / "run"
     child = (f"import pathlib, signal, sys, time\nmark = pathlib.Path({str(marker)!r})\n"
              "def stop(*_):\n    mark.write_text('interrupted')\n    sys.exit(3)\n"
-             "signal.signal(signal.SIGINT, stop)\nmark.write_text('started')\ntime.sleep(60)\n")
+             "signal.signal(signal.SIGTERM, stop)\nmark.write_text('started')\ntime.sleep(60)\n")
     parent = f"import sys\nfrom afl.plan import run_child\nsys.exit(run_child([sys.executable, '-c', {child!r}]))"
     proc = subprocess.Popen([sys.executable, "-c", parent], cwd=ROOT)
     deadline = time.monotonic() + 60

@@ -227,9 +227,9 @@ def test_a_time_limit_inside_the_runs_and_the_same_command_goes_on_from_their_ch
     assert not (tmp_path / "a" / "qafel-table1.checkpoints").exists()
 
 
-def test_a_first_ctrl_c_stops_every_run_at_its_next_event_with_its_checkpoint(tmp_path, monkeypatch, capsys):
-    """Ctrl-C during ``afl repro``: the run stops at its next event, saved, and the command says so (exit 130); the
-    same command goes on from there. A second Ctrl-C would stop at once."""
+def test_a_first_signal_stops_every_run_at_its_next_event_with_its_checkpoint(tmp_path, monkeypatch, capsys):
+    """SIGTERM (a scheduler ending the job; Ctrl-C alike) during ``afl repro``: the run stops at its next event,
+    saved, and the command says so (exit 128 + 15); the same command goes on from there."""
     import signal
 
     from afl import deadline
@@ -238,37 +238,44 @@ def test_a_first_ctrl_c_stops_every_run_at_its_next_event_with_its_checkpoint(tm
     monkeypatch.setenv("AFL_CHECKPOINT_EVERY", "3600")
     real, steps = schedule.ClientClock.server_step, []
 
-    def ctrl_c_at_the_first_step(self, *a, **kw):
+    def signal_at_the_first_step(self, *a, **kw):
         steps.append(1)
         if len(steps) == 1:
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGTERM)
         return real(self, *a, **kw)
-    monkeypatch.setattr(schedule.ClientClock, "server_step", ctrl_c_at_the_first_step)
+    monkeypatch.setattr(schedule.ClientClock, "server_step", signal_at_the_first_step)
     argv = ["repro", "qafel-table1", "--quick", "--no-fleet", "--set", "methods=fedbuff", "--set", "target=0.99",
             "--out", str(tmp_path)] + [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
+    before = signal.getsignal(signal.SIGTERM)
     try:
-        assert main(argv) == 130
+        assert main(argv) == 128 + signal.SIGTERM
     finally:
         deadline.clear()
-    assert "stopped by Ctrl-C at every run's next round or event" in capsys.readouterr().err
+    assert "stopped by SIGTERM at every run's next round or event" in capsys.readouterr().err
     assert [p.name for p in (tmp_path / "qafel-table1.checkpoints").iterdir()] == ["None-fedbuff-0.ckpt"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler      # the command put it back
+    assert signal.getsignal(signal.SIGTERM) is before                     # the command put it back
     monkeypatch.setattr(schedule.ClientClock, "server_step", real)
     assert main(argv) == 0
     run, = json.loads((tmp_path / "qafel-table1.json").read_text())["runs"]
     assert len(run["resumed_at"]) == 1
 
 
-def test_a_second_ctrl_c_stops_at_once():
+def test_a_second_signal_stops_at_once_and_an_ignored_ctrl_c_stays_ignored():
     import signal
 
     from afl import deadline
     try:
-        with deadline.ctrl_c_stops():
-            signal.raise_signal(signal.SIGINT)
-            assert deadline.passed() and deadline.by_ctrl_c()
+        with deadline.stop_on_signals():
+            signal.raise_signal(signal.SIGTERM)
+            assert deadline.passed() and deadline.stopped_by() == signal.SIGTERM
             with pytest.raises(KeyboardInterrupt):
-                signal.raise_signal(signal.SIGINT)
+                signal.raise_signal(signal.SIGTERM)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)          # a shell's background job
+        try:
+            with deadline.stop_on_signals():
+                assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        finally:
+            signal.signal(signal.SIGINT, previous)
     finally:
         deadline.clear()
-    assert not deadline.passed() and not deadline.by_ctrl_c()
+    assert not deadline.passed() and deadline.stopped_by() is None
