@@ -217,7 +217,7 @@ def _plan(args) -> int:
             plan.unpack_results(Path(args.resume_from), out)
         chosen = plan.find(root, args.jobs) if args.jobs else plan.jobs(root)
         reports = plan.run(chosen, out, parse(args.time_limit), device=args.device, root=root,
-                           data_root=args.data_root)
+                           data_root=args.data_root, leave_to_cpu=args.leave_to_cpu)
         plan.write_report(reports, out / "plan-report.json")
         finished = [r for r in reports if r["state"] == "finished"]
         if finished:
@@ -440,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--time-limit", default=None, metavar="DURATION",
                    help="run: stop cleanly after this long (90s, 9m, 2.5h), checkpoints saved")
     q.add_argument("--device", default="cpu", help="run: cpu, cuda or cuda:<index> (default: cpu)")
+    q.add_argument("--leave-to-cpu", type=float, default=None, metavar="HOURS",
+                   help="run: pass over the jobs a measured CPU finishes within HOURS (a GPU's time goes to what a "
+                        "CPU cannot do; run those on a CPU meanwhile)")
     q.add_argument("--data-root", default=None, metavar="DIR", help="run: data root (default: the search path)")
     q.add_argument("--resume-from", default=None, metavar="TAR",
                    help="run: first unpack this archive of afl plan archive into --out")

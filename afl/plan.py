@@ -126,11 +126,18 @@ def row(job: Job, rates: list[Rate], cpu_hours: float) -> dict:
         minutes[machine] = None if rate is None else {
             "minutes": round(work.client_steps / rate.value / 60, 1), "rate": round(rate.value, 1),
             "rate_of": rate.key, "source": rate.source, "measured": rate.what}
-    cpu = [m["minutes"] for k, m in minutes.items() if k.startswith("cpu") and m]
+    cpu = cpu_minutes(job, rates)
     return {"name": job.name, "command": job.command, "dest": f"results/{job.dest}", "claims": list(job.claims),
             "why": list(job.why), "headline": job.headline, "client_steps_at_most": round(work.client_steps),
             "runs": work.runs, "models": list(job.models()), "checkpoints": job.checkpoints(), "minutes": minutes,
-            "fits_cpu": bool(cpu) and min(cpu) <= cpu_hours * 60}
+            "fits_cpu": cpu is not None and cpu <= cpu_hours * 60}
+
+
+def cpu_minutes(job: Job, rates: list[Rate]) -> float | None:
+    """The job's minutes on the fastest CPU with a measured rate for it; None where none is measured."""
+    found = [job.work().client_steps / rate.value / 60 for machine in MACHINES if machine.startswith("cpu")
+             for rate in [job.rate(rates, machine)] if rate is not None]
+    return min(found, default=None)
 
 
 def listing(root: Path, cpu_hours: float = 24.0) -> list[dict]:
@@ -171,18 +178,27 @@ def done(job: Job, out: Path) -> bool:
 
 
 def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", root: Path | None = None,
-        data_root: str | None = None, say=print) -> list[dict]:
+        data_root: str | None = None, leave_to_cpu: float | None = None, say=print) -> list[dict]:
     """Run ``chosen`` one after the other into ``out/<dest>`` within ``time_limit_s`` seconds: each as ``afl repro
     ... --time-limit <what is left>`` (every run keeps checkpoints: one stopped at the limit goes on from them); a
-    job already finished in ``out`` is passed over. Returns each job's report: finished, stopped at the limit (goes
-    on from ``out`` next time), or failed."""
+    job already finished in ``out`` is passed over, and with ``leave_to_cpu`` (hours) a job that a measured CPU
+    finishes within that many hours (:func:`cpu_minutes`; the rates of ``root``): a GPU's time goes to what a CPU
+    cannot do, while a CPU runs those. Returns each job's report: finished, stopped at the limit (goes on from
+    ``out`` next time), or failed."""
     check_real("--time-limit", time_limit_s, 0, strict_low=True)
+    if leave_to_cpu is not None:
+        check_real("--leave-to-cpu", leave_to_cpu, 0, strict_low=True, hint="hours")
+    rates = load(Path(root)) if leave_to_cpu is not None and root is not None else []
     end = time.monotonic() + time_limit_s
     reports = []
     for job in chosen:
         left = end - time.monotonic()
         if done(job, out):
             say(f"afl plan: {job.name} is finished in {out / job.dest}")
+            continue
+        cpu = cpu_minutes(job, rates) if rates else None
+        if cpu is not None and cpu <= leave_to_cpu * 60:
+            say(f"afl plan: {job.name} left to a CPU ({cpu:.0f} min there, within --leave-to-cpu {leave_to_cpu:g} h)")
             continue
         if left < MIN_START_S:
             say(f"afl plan: {left:.0f} s left, {job.name} and the rest wait for the next job")

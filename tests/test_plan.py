@@ -13,6 +13,7 @@ import pytest
 from afl import plan, rates
 from afl.claims import Run
 from afl.cli import main
+from afl.errors import ParameterError
 from afl.data import packing
 from afl.data.files import Located
 from afl.errors import ChecksumError, DataMissingError, ParameterError
@@ -160,6 +161,23 @@ def test_a_job_stops_at_the_time_limit_and_no_job_starts_without_time(tmp_path, 
     assert [(r["state"], r["exit_code"]) for r in reports] == [("stopped at the time limit", 3)]
     assert plan.run([long], tmp_path, plan.MIN_START_S - 1, root=ROOT) == []
     assert "wait for the next job" in capsys.readouterr().out
+
+
+def test_a_job_a_cpu_finishes_soon_is_left_to_it(tmp_path, monkeypatch, capsys):
+    """``--leave-to-cpu H``: a GPU's job passes over what a measured CPU finishes within H hours, and runs the
+    rest; without a CPU rate for it, a job is run."""
+    job = plan.Job(TINY_FAVAS, ("c",), False, ("not run",))
+    steps = job.work().client_steps
+    cpu = rates.Rate("mlp32", "cpu-2", steps / 1800, "s", "w")              # 30 minutes on the CPU
+    monkeypatch.setattr(plan.Job, "rate", lambda self, measured, machine: cpu if machine == "cpu-2" else None)
+    monkeypatch.setattr(plan, "load", lambda root: [cpu])
+    assert plan.cpu_minutes(job, [cpu]) == pytest.approx(30.0)
+    assert plan.run([job], tmp_path, 300, root=ROOT, leave_to_cpu=1.0) == []
+    assert "left to a CPU (30 min there, within --leave-to-cpu 1 h)" in capsys.readouterr().out
+    reports = plan.run([job], tmp_path, 300, root=ROOT, leave_to_cpu=0.25)
+    assert [r["state"] for r in reports] == ["finished"]
+    with pytest.raises(ParameterError, match="--leave-to-cpu"):
+        plan.run([job], tmp_path, 300, root=ROOT, leave_to_cpu=-1)
 
 
 @pytest.mark.parametrize("experiment", ["favas-table2", "qafel-table1", "ghbm-table2", "fedast-fig2"])

@@ -240,6 +240,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-file-mb", default=None, help="afl plan archive: no archive larger than this")
     p.add_argument("--max-files", default=None, help="afl plan archive: at most this many archives")
     p.add_argument("--max-total-mb", default=None, help="afl plan archive: at most this much together")
+    p.add_argument("--leave-to-cpu", type=float, default=4.0,
+                   help="plan: pass over the jobs a measured CPU finishes within this many hours (default: 4)")
     p.add_argument("--cpu-test", action="store_true", help="every step on the CPU, tiny (checks the script)")
     p.add_argument("--skip", nargs="*", default=[], choices=["tests", "bench", "profile", "fleet", "rate", "plan"])
     args = p.parse_args(argv)
@@ -274,6 +276,8 @@ def main(argv=None) -> int:
     log(f"plan: {left:.1f} minutes left")
     run = [sys.executable, "-m", "afl.cli", "plan", "run", "--time-limit", f"{max(left, 0.1):.2f}m", "--out",
            str(work), "--device", "cpu" if args.cpu_test else "cuda"]
+    if not args.cpu_test:
+        run += ["--leave-to-cpu", str(args.leave_to_cpu)]
     code = subprocess.run(run, cwd=REPO).returncode
     limits = [a for flag, v in (("--max-file-mb", args.max_file_mb), ("--max-files", args.max_files),
                                 ("--max-total-mb", args.max_total_mb)) if v is not None for a in (flag, v)]
