@@ -13,7 +13,6 @@ import pytest
 from afl import plan, rates
 from afl.claims import Run
 from afl.cli import main
-from afl.errors import ParameterError
 from afl.data import packing
 from afl.data.files import Located
 from afl.errors import ChecksumError, DataMissingError, ParameterError
