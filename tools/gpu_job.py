@@ -240,6 +240,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-file-mb", default=None, help="afl plan archive: no archive larger than this")
     p.add_argument("--max-files", default=None, help="afl plan archive: at most this many archives")
     p.add_argument("--max-total-mb", default=None, help="afl plan archive: at most this much together")
+    p.add_argument("--jobs", nargs="*", default=[], metavar="JOB",
+                   help="plan: run these of the plan's jobs (afl plan names them; default: the plan's order)")
     p.add_argument("--leave-to-cpu", type=float, default=4.0,
                    help="plan: pass over the jobs a measured CPU finishes within this many hours (default: 4)")
     p.add_argument("--cpu-test", action="store_true", help="every step on the CPU, tiny (checks the script)")
@@ -274,8 +276,8 @@ def main(argv=None) -> int:
     left = (t_end - time.monotonic()) / 60 - 0.5           # half a minute to archive
     work = Path(args.work or out / "plan")
     log(f"plan: {left:.1f} minutes left")
-    run = [sys.executable, "-m", "afl.cli", "plan", "run", "--time-limit", f"{max(left, 0.1):.2f}m", "--out",
-           str(work), "--device", "cpu" if args.cpu_test else "cuda"]
+    run = [sys.executable, "-m", "afl.cli", "plan", "run", *args.jobs, "--time-limit", f"{max(left, 0.1):.2f}m",
+           "--out", str(work), "--device", "cpu" if args.cpu_test else "cuda"]
     if not args.cpu_test:
         run += ["--leave-to-cpu", str(args.leave_to_cpu)]
     code = subprocess.run(run, cwd=REPO).returncode
