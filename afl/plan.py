@@ -294,6 +294,8 @@ def _saved_state(rel: Path) -> bool:
 
 
 def write_report(reports: list[dict], path: Path) -> None:
+    """The jobs' reports as JSON at ``path`` (its folder made if no job has made it: none had time to start)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(reports, indent=1) + "\n")
 
 

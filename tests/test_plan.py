@@ -162,6 +162,13 @@ def test_a_job_stops_at_the_time_limit_and_no_job_starts_without_time(tmp_path, 
     assert "wait for the next job" in capsys.readouterr().out
 
 
+def test_a_plan_with_no_time_to_start_a_job_still_reports(tmp_path, capsys):
+    out = tmp_path / "new"
+    assert main(["plan", "run", "--out", str(out), "--time-limit", "5s", "--root", str(ROOT)]) == 0
+    assert json.loads((out / "plan-report.json").read_text()) == [] and "wait for the next job" in \
+        capsys.readouterr().out
+
+
 def test_a_job_a_cpu_finishes_soon_is_left_to_it(tmp_path, monkeypatch, capsys):
     """``--leave-to-cpu H``: a GPU's job passes over what a measured CPU finishes within H hours, and runs the
     rest; without a CPU rate for it, a job is run."""
