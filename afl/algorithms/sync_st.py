@@ -206,7 +206,7 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
     saved = None if saving is None else saving.load(server.w[0].device)
     if saved is not None:
         rng.bit_generator.state = saved["rng"]
-        fcfs.busy_until[:], fcfs._jobs[:] = saved["busy_until"], saved["fcfs_jobs"]
+        fcfs.load_state_dict(saved["fcfs"])
         schedule, ucb_n, ucb_l, counts = saved["schedule"], saved["ucb_n"], saved["ucb_l"], saved["counts"]
         timeline, gp_x, gp_y, now, rounds = schedule["timeline"], saved["gp_x"], saved["gp_y"], saved["now"], \
             saved["rounds"]
@@ -214,7 +214,7 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
     while now < total_time and any(server.live):
         stop = deadline.passed()
         if saving is not None and (stop or saving.due()):
-            saving.save(dict(rng=rng.bit_generator.state, busy_until=fcfs.busy_until, fcfs_jobs=fcfs._jobs,
+            saving.save(dict(rng=rng.bit_generator.state, fcfs=fcfs.state_dict(),
                              schedule=schedule, ucb_n=ucb_n, ucb_l=ucb_l, counts=counts, gp_x=gp_x, gp_y=gp_y,
                              now=now, rounds=rounds, server=server.snapshot()))
         if stop:

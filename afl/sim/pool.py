@@ -203,7 +203,7 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
 
     def state_dict(batch_end: float) -> dict:
         """The pool between two events (its requests out named by their events' numbers)."""
-        return dict(clock=clock.state_dict(), busy_until=fcfs.busy_until, fcfs_jobs=fcfs._jobs, held=held,
+        return dict(clock=clock.state_dict(), fcfs=fcfs.state_dict(), held=held,
                     requests=control.requests, buffer=control.buffer, active=active, finished=control.finished,
                     finishing=control._finishing, out_now=[[[e.seq, c] for e, c in d.items()] for d in out_now],
                     version=version, buffers=buffers, batch_end=batch_end,
@@ -214,7 +214,8 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
         """Go on from :func:`state_dict`'s ``state`` (the containers the closures hold, in place); its batch end."""
         clock.load_state_dict(state["clock"])
         live = clock.live()
-        fcfs.busy_until[:], fcfs._jobs[:], held[:] = state["busy_until"], state["fcfs_jobs"], state["held"]
+        fcfs.load_state_dict(state["fcfs"])
+        held[:] = state["held"]
         for mine, saved in ((control.requests, "requests"), (control.buffer, "buffer"), (active, "active"),
                             (control.finished, "finished"), (control._finishing, "finishing"), (version, "version"),
                             (buffers, "buffers")):

@@ -27,6 +27,13 @@ class FCFSQueues:
         self._jobs[client].append((t, end))
         return start, end
 
+    def state_dict(self) -> dict:
+        """Every client's queue, for a checkpoint (:mod:`afl.checkpoint`)."""
+        return dict(busy_until=self.busy_until, jobs=self._jobs)
+
+    def load_state_dict(self, state: dict) -> None:
+        self.busy_until[:], self._jobs[:] = state["busy_until"], state["jobs"]
+
     def queue_length(self, client: int, t: float) -> int:
         """Requests submitted to ``client`` by time ``t`` and not finished at ``t`` (in service or waiting)."""
         client = check_int("client", client, 0, len(self.busy_until) - 1)
