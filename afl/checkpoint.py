@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from . import deadline
 from .errors import ParameterError, check_real, env_number
 
 #: seconds of wall time between two checkpoints of a run, unless told otherwise (``AFL_CHECKPOINT_EVERY``)
@@ -71,6 +72,17 @@ def checkpointing(folder, *key) -> dict:
     if folder is None:
         return {}
     return dict(checkpoint=Path(folder) / ("-".join(map(str, key)) + ".ckpt"), checkpoint_every=every_s())
+
+
+def boundary(checkpoint, state, where: str) -> None:
+    """What a run does between two rounds or events: save ``state()`` to ``checkpoint`` (a :class:`RunCheckpoint`,
+    or None) when it is due, and before stopping past the command's time limit (:class:`afl.deadline.TimeLimit`,
+    saying ``where`` the run stopped)."""
+    stop = deadline.passed()
+    if checkpoint is not None and (stop or checkpoint.due()):
+        checkpoint.save(state())
+    if stop:
+        raise deadline.TimeLimit(f"the time limit stopped the run {where}")
 
 
 class RunCheckpoint:
@@ -119,4 +131,4 @@ class RunCheckpoint:
         self.path.with_name(self.path.name + ".part").unlink(missing_ok=True)
 
 
-__all__ = ["EVERY_S", "every_s", "safe_globals", "checkpointing", "RunCheckpoint"]
+__all__ = ["EVERY_S", "every_s", "safe_globals", "checkpointing", "boundary", "RunCheckpoint"]

@@ -29,8 +29,7 @@ import math
 import numpy as np
 import torch
 
-from .. import deadline
-from ..checkpoint import EVERY_S, RunCheckpoint
+from ..checkpoint import EVERY_S, RunCheckpoint, boundary
 from ..errors import check, check_choice, check_int, check_real
 from ..sim.clock import EventQueue
 from ..sim.queues import FCFSQueues
@@ -212,13 +211,9 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
             saved["rounds"]
         server.restore(saved["server"], now)
     while now < total_time and any(server.live):
-        stop = deadline.passed()
-        if saving is not None and (stop or saving.due()):
-            saving.save(dict(rng=rng.bit_generator.state, fcfs=fcfs.state_dict(),
-                             schedule=schedule, ucb_n=ucb_n, ucb_l=ucb_l, counts=counts, gp_x=gp_x, gp_y=gp_y,
-                             now=now, rounds=rounds, server=server.snapshot()))
-        if stop:
-            raise deadline.TimeLimit(f"the time limit stopped the run after round {rounds}")
+        boundary(saving, lambda: dict(rng=rng.bit_generator.state, fcfs=fcfs.state_dict(), schedule=schedule,
+                                      ucb_n=ucb_n, ucb_l=ucb_l, counts=counts, gp_x=gp_x, gp_y=gp_y, now=now,
+                                      rounds=rounds, server=server.snapshot()), f"after round {rounds}")
         sizes = split_clients(cap, server.requests, server.live, rng)
         available = rng.permutation(n)[:min(n, cap + 5)]
         if selection == "uniform":

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from afl import deadline
+from afl.checkpoint import boundary
 from afl.errors import check, check_int, check_real
 from afl.sim.clock import EventQueue
 from afl.sim.queues import FCFSQueues
@@ -235,11 +235,8 @@ def simulate_pool_schedule(profile: SpeedProfile, tasks, t_end: float, cap: int 
     pops = learner is not None and hasattr(learner, "on_pop")
     popped = check_int("popped", popped, 1)
     while not all(control.finished) and clock.peek() is not None and clock.peek().time <= t_end:
-        stop = deadline.passed()
-        if checkpoint is not None and (stop or checkpoint.due()):
-            checkpoint.save(dict(pool=state_dict(batch_end), learner=learner.snapshot()))
-        if stop:
-            raise deadline.TimeLimit(f"the time limit stopped the run at simulated time {clock.now:g}")
+        boundary(checkpoint, lambda: dict(pool=state_dict(batch_end), learner=learner.snapshot()),
+                 f"at simulated time {clock.now:g}")
         e = clock.pop(timed=False)
         if pops and e.time > batch_end:                 # the code's loop pops its next batch now
             batch_end = max([e.time] + clock.earliest(popped - 1))

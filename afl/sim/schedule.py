@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from afl import deadline
+from afl.checkpoint import boundary
 from afl.errors import ParameterError, check_int, check_real
 from afl.sim._rng import generator
 from afl.sim.arrivals import ArrivalProcess
@@ -206,11 +206,8 @@ class ClientClock:
             self.load_state_dict(saved["clock"])
             self.learner.restore(saved["learner"], self.queue.now)
         while self.queue and self.queue.peek().time <= t_end:
-            stop = deadline.passed()
-            if checkpoint is not None and (stop or checkpoint.due()):
-                checkpoint.save(dict(clock=self.state_dict(), learner=self.learner.snapshot()))
-            if stop:
-                raise deadline.TimeLimit(f"the time limit stopped the run at simulated time {self.queue.now:g}")
+            boundary(checkpoint, lambda: dict(clock=self.state_dict(), learner=self.learner.snapshot()),
+                     f"at simulated time {self.queue.now:g}")
             event = self.queue.pop(timed=False)
             if event.kind == "done":
                 self._pending[event["client"]] = None
@@ -463,11 +460,8 @@ def simulate_rounds(profile: SpeedProfile, K: int, s: int, t_end: float, seed=0,
         if learner is not None:
             learner.on_server_step(float(r + 1), got)
         timeline.server_step(float(r + 1))
-        stop = deadline.passed() and r + 1 < int(t_end)
-        if checkpoint is not None and r + 1 < int(t_end) and (checkpoint.due() or stop):
-            checkpoint.save(dict(round=r + 1, sampler=sampler, timeline=timeline, contacts=contacts,
-                                 learner=learner.snapshot()))
-        if stop:                               # the command's time limit: saved above where the run checkpoints
-            raise deadline.TimeLimit(f"the time limit stopped the run after round {r + 1}")
+        if r + 1 < int(t_end):
+            boundary(checkpoint, lambda: dict(round=r + 1, sampler=sampler, timeline=timeline, contacts=contacts,
+                                              learner=learner.snapshot()), f"after round {r + 1}")
     return ScheduleResult("rounds", profile, K, timeline, contacts,
                           dict(s=s, t_end=t_end, seed=seed, sampling=sampling))
