@@ -33,18 +33,27 @@ SAMPLE_CLIENTS = 900
 class Work:
     """At most ``client_steps`` and ``evaluations`` in ``runs`` runs; ``steps_set_by`` and ``evaluations_set_by``:
     the fields of the setting that set each, ``{field: value}``, the first the one an error names unless the user
-    changed another (:func:`check_work`)."""
+    changed another (:func:`check_work`). ``gradients``: the mini-batch gradients those runs compute at most, where
+    a method computes more than one per client step (MIME's SVRG correction and full-batch pass); None: one per
+    step. A measured rate of client steps per second prices the gradients (:attr:`cost`, :mod:`afl.plan`)."""
 
     client_steps: float
     evaluations: float
     steps_set_by: dict
     evaluations_set_by: dict
     runs: int = 1
+    gradients: float | None = None
+
+    @property
+    def cost(self) -> float:
+        """Mini-batch gradients computed at most: what a rate measured in client steps per second (of a method with
+        one gradient a step) prices."""
+        return self.client_steps if self.gradients is None else self.gradients
 
     def times(self, runs: int) -> "Work":
         """The work of ``runs`` such runs."""
         return Work(self.client_steps * runs, self.evaluations * runs, self.steps_set_by, self.evaluations_set_by,
-                    self.runs * runs)
+                    self.runs * runs, None if self.gradients is None else self.gradients * runs)
 
     def describe(self) -> str:
         per = f" ({self.runs:,} runs)" if self.runs != 1 else ""

@@ -231,8 +231,9 @@ def _plan(args) -> int:
     for r in rows:
         costs = "; ".join(f"{m}: {c['minutes']:,.1f} min" if c else f"{m}: no rate measured"
                           for m, c in r["minutes"].items())
+        more = f" ({r['gradients_at_most']:,} gradients)" if r["gradients_at_most"] != r["client_steps_at_most"] else ""
         print(f"{'HEADLINE ' if r['headline'] else ''}{r['name']}: {len(r['claims'])} claim(s) "
-              f"({', '.join(sorted(set(r['why'])))}), at most {r['client_steps_at_most']:,} client steps; {costs}"
+              f"({', '.join(sorted(set(r['why'])))}), at most {r['client_steps_at_most']:,} client steps{more}; {costs}"
               f"{'; fits the CPU in ' + str(args.cpu_hours) + ' h' if r['fits_cpu'] else ''}\n    {r['command']}")
     sources = {(m, c["rate_of"]): (c["rate"], c["measured"], c["source"]) for r in rows
                for m, c in r["minutes"].items() if c}

@@ -5,8 +5,10 @@ A **job** is the exact ``afl repro`` invocation that decides one or more claims 
 or decided at *reduced* scale (:mod:`afl.scoreboard`): the claims' own paper-scale run. Jobs deciding a paper's
 headline claim come first (``HEADLINE`` of each binding module), then the rest by claims decided per client step.
 A job's client steps are the bound afl checks a command's work with (:func:`afl.repro.estimate`: an asynchronous
-run's clients training without a pause until its horizon, so *at most*); its minutes on a kind of machine are those
-steps over a rate that machine measured (:mod:`afl.rates`, each with its source), none where none is measured.
+run's clients training without a pause until its horizon, so *at most*); its minutes on a kind of machine are its
+mini-batch gradients (its client steps, more for MIME: :attr:`afl.budget.Work.cost`) over a rate that machine
+measured in client steps per second of a method with one gradient a step (:mod:`afl.rates`, each with its source),
+none where none is measured.
 
 ``afl plan run`` runs jobs one after the other under one ``--time-limit``, each with ``afl repro --time-limit`` (a
 run on rounds saves its checkpoint at the limit; finished runs are saved), into ``OUT/<job>``; the same command in
@@ -111,7 +113,7 @@ def jobs(root: Path) -> list[Job]:
                 found.setdefault(claim.run, []).append((claim.id, "reduced"))
     out = [Job(run, tuple(c for c, _ in rows), any(c in HEADLINE for c, _ in rows), tuple(w for _, w in rows))
            for run, rows in found.items()]
-    steps = {job: job.work().client_steps for job in out}
+    steps = {job: job.work().cost for job in out}
     order = {job: k for k, job in enumerate(out)}
     return sorted(out, key=lambda j: (not j.headline, -len(j.claims) / max(steps[j], 1.0), order[j]))
 
@@ -124,18 +126,19 @@ def row(job: Job, rates: list[Rate], cpu_hours: float) -> dict:
     for machine in MACHINES:
         rate = job.rate(rates, machine)
         minutes[machine] = None if rate is None else {
-            "minutes": round(work.client_steps / rate.value / 60, 1), "rate": round(rate.value, 1),
+            "minutes": round(work.cost / rate.value / 60, 1), "rate": round(rate.value, 1),
             "rate_of": rate.key, "source": rate.source, "measured": rate.what}
     cpu = cpu_minutes(job, rates)
     return {"name": job.name, "command": job.command, "dest": f"results/{job.dest}", "claims": list(job.claims),
             "why": list(job.why), "headline": job.headline, "client_steps_at_most": round(work.client_steps),
+            "gradients_at_most": round(work.cost),
             "runs": work.runs, "models": list(job.models()), "checkpoints": job.checkpoints(), "minutes": minutes,
             "fits_cpu": cpu is not None and cpu <= cpu_hours * 60}
 
 
 def cpu_minutes(job: Job, rates: list[Rate]) -> float | None:
     """The job's minutes on the fastest CPU with a measured rate for it; None where none is measured."""
-    found = [job.work().client_steps / rate.value / 60 for machine in MACHINES if machine.startswith("cpu")
+    found = [job.work().cost / rate.value / 60 for machine in MACHINES if machine.startswith("cpu")
              for rate in [job.rate(rates, machine)] if rate is not None]
     return min(found, default=None)
 

@@ -8,7 +8,9 @@ lines, ``"where"`` (the fields that pick its line). ``key`` is a model (``cnn-ci
 
 - a result that ``afl repro`` wrote (its runs computed by that command, none reused or resumed): its client steps
   over its wall seconds, the longest run's for a fleet or processes (their runs are live together), the sum
-  otherwise; its machine line must name the device the kind implies;
+  otherwise; its machine line must name the device the kind implies; its methods take one mini-batch gradient a
+  client step (a rate prices a job's gradients, :attr:`afl.budget.Work.cost`; MIME's runs take 2 to 3 and price
+  nothing);
 - a line of ``afl bench local-sgd --json`` (the engine alone: no evaluation, no server): ``engine_steps_per_s``.
 
 :func:`load` recomputes every rate from its file; a missing, damaged or mismatched source is an error naming it.
@@ -20,6 +22,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from .algorithms.registry import REGISTRY
 from .errors import ParameterError
 
 #: where the list of sources lives, under the repository
@@ -57,6 +60,10 @@ def measured(data: dict, file) -> tuple[int, float, str]:
                          f"{data.get('reused_runs') or data.get('resumed_runs')} runs, so its wall time is not theirs)")
     steps, walls = 0, []
     for run in runs:
+        method = REGISTRY.get(str(run.get("method")))
+        if method is not None and method.learner.gradients_per_job(1, 1) != 1:
+            raise RatesError(file, f"a result of methods with one mini-batch gradient a client step (its "
+                             f"{method.name} runs take more: a rate from them would price a job's gradients wrong)")
         parts = run["tasks"] if isinstance(run.get("tasks"), list) else [run]
         try:
             steps += sum(int(p.get("computed_client_steps", p.get("client_steps"))) for p in parts)

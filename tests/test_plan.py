@@ -70,6 +70,27 @@ def test_a_jobs_cost_is_its_estimate_over_a_measured_rate_with_its_source(jobs):
             assert cost is None or (ROOT / cost["source"]).is_file()
 
 
+def _shakespeare_job(*methods):
+    run = Run("ghbm-table2", (("dataset", "shakespeare"), ("eval_every", 10), ("splits", ("noniid",)),
+                              ("methods", methods)), seeds=5, out="results/ghbm/shakespeare/runs/x")
+    return plan.Job(run, ("c",), False, ("not run",))
+
+
+@pytest.mark.parametrize("methods, per_step", [(("fedhbm",), 1), (("mimelitemom",), 2), (("mimemom",), 3),
+                                               (("mime",), 3), (("fedavg", "mime"), 3)])
+def test_a_job_is_priced_by_its_gradients(methods, per_step):
+    """MIME and MimeMom take a second gradient on each step's batch and a full-batch one a round (a client's 2,000
+    windows are 20 batches of 100, as many as its J = 20 steps), MimeLiteMom the full-batch one: 3, 3 and 2
+    gradients a client step; a job of several methods is priced by its costliest. The minutes are the gradients
+    over the rate."""
+    measured = rates.load(ROOT)
+    row = plan.row(_shakespeare_job(*methods), measured, cpu_hours=24)
+    assert row["client_steps_at_most"] == 5 * len(methods) * 250 * 10 * 20
+    assert row["gradients_at_most"] == per_step * row["client_steps_at_most"]
+    lstm = next(r for r in measured if (r.key, r.machine) == ("char-lstm", "h200"))
+    assert row["minutes"]["h200"]["minutes"] == round(row["gradients_at_most"] / lstm.value / 60, 1)
+
+
 def test_the_cli_lists_the_plan_with_rates_and_sources(capsys):
     assert main(["plan", "--root", str(ROOT)]) == 0
     out = capsys.readouterr().out
@@ -120,10 +141,15 @@ def test_rates_are_recomputed_from_their_sources(tmp_path):
     ("corrupt", "rates.json.*JSON list"),
     ("twice", "listed twice"),
     ("bench", "one line of afl bench"),
+    ("mime", "one mini-batch gradient a client step.*mimelitemom"),
 ])
 def test_a_missing_damaged_or_mismatched_source_names_its_file(case, match, tmp_path):
     """The error names the file at fault (never an option nobody gave), for every later command alike."""
     _result(tmp_path, "results/a/one.json", [10], [100], reused_runs=2 if case == "reused" else 0)
+    if case == "mime":        # a method with more than one gradient a step prices nothing
+        data = json.loads((tmp_path / "results/a/one.json").read_text())
+        data["runs"][0]["method"] = "mimelitemom"
+        (tmp_path / "results/a/one.json").write_text(json.dumps(data))
     entry = {"key": "m", "machine": "h100" if case == "machine" else "cpu-2", "source": "results/a/one.json"}
     if case == "missing":
         entry["source"] = "results/a/gone.json"

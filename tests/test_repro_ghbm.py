@@ -1,12 +1,13 @@
 """GHBM experiments: settings, splits, the result tables and files (on a synthetic stand-in), the quadratic."""
 import json
+import os
 from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
 import torch
 
-from afl.data import make_synthetic
+from afl.data import load_dataset, make_synthetic
 from afl.errors import ParameterError
 from afl.repro import ghbm
 from afl.repro.runner import paper_difference
@@ -278,7 +279,6 @@ def test_the_shakespeare_federation_is_the_papers():
     role spread over the clients (IID); one federation for every seed (the authors' pre-sampled files), each role's
     windows a contiguous run, and FedDyn's test set of 400 windows per chosen role. afl's earlier readings stay
     available by name, each one setting (issue 52)."""
-    import os
     if not os.environ.get("AFL_DATA"):
         pytest.skip("AFL_DATA is not set: needs the Shakespeare mirror")
     cfg = ghbm.setting("ghbm-table2", dataset="shakespeare")
@@ -308,3 +308,14 @@ def test_the_shakespeare_federation_is_the_papers():
     assert ghbm.test_view(replace(cfg, test_set="all-roles"), data, 0) is data
     earlier = ghbm.client_parts(replace(cfg, federation="any-roles"), data, "noniid", 0)
     assert sum(map(len, earlier)) < 200000 and min(map(len, earlier)) < 2000
+
+
+def test_the_estimates_training_sizes_are_the_datasets():
+    """A full pass over a client's data (MIME's) is priced from :data:`ghbm.TRAIN_SAMPLES` without loading it:
+    each is its dataset's training set; the paper's CIFAR protocol puts 500 images on a client, 8 batches of 64."""
+    if not os.environ.get("AFL_DATA"):
+        pytest.skip("AFL_DATA is not set: needs the datasets")
+    assert {name: load_dataset(name).n_train for name in ghbm.TRAIN_SAMPLES} == ghbm.TRAIN_SAMPLES
+    cifar = ghbm.setting("ghbm-table2", quick=False, methods=("mime",))
+    assert cifar.client_samples() == 500
+    assert cifar.work().gradients == cifar.rounds * 10 * (2 * 8 + 8)

@@ -214,6 +214,13 @@ class Learner:
         self.w = fed.init.clone()
         self.clients = ClientState(fed.n, self.w)
 
+    @classmethod
+    def gradients_per_job(cls, K: int, batches: int) -> int:
+        """Mini-batch gradients one client's job of ``K`` local steps costs, its data being ``batches`` batches
+        (a method that also takes a full-batch gradient, :meth:`afl.jobs.JobQueue.full_gradient`, pays them): what
+        a plan prices (:attr:`afl.budget.Work.gradients`). Plain local SGD: one a step."""
+        return K
+
     def on_round(self, t: float, clients: list[int]) -> None:
         """Synchronous protocols: ``clients`` are about to start a round at ``t`` (before their ``on_start``)."""
 

@@ -63,6 +63,12 @@ class Mime(RoundLearner):
         self.fresh = 1 - cfg.beta if self.momentum and cfg.momentum == "dampened" else 1.0
         self.hook = Drift(scale=self.fresh, gradient_at="reference" if self.corrected else None)
 
+    @classmethod
+    def gradients_per_job(cls, K: int, batches: int) -> int:
+        """K steps, each with a second gradient at the server model on the same batch where corrected (MIME,
+        MimeMom), and the full-batch gradient at the round's start."""
+        return K * (2 if cls.corrected else 1) + batches
+
     def on_round(self, t, clients):
         parts = [self.queue.streams.parts[c] for c in clients]
         self.c = self.queue.full_gradient(self.w.expand(len(clients), -1), parts).value().mean(0)

@@ -29,6 +29,7 @@ mislead: the figures show whole curves).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import deque
 from dataclasses import dataclass, fields, replace
@@ -40,6 +41,7 @@ import torch
 
 from ..algorithms import make_federation, run_algorithm
 from ..algorithms.fedavg import FedAvg
+from ..algorithms.registry import get
 from ..algorithms.rounds import WEIGHTINGS
 from ..budget import MAX_BATCH, Work, check_work, evaluations, fields_of
 from ..checkpoint import checkpointing
@@ -148,6 +150,9 @@ DATASETS = {
 
 #: Shakespeare windows per client in the paper's federation (App. C.1, Table 6: 100 clients of 2,000 each)
 SHAKESPEARE_WINDOWS = 2000
+#: training samples of the image datasets (a client holds ``n / clients`` at most, :func:`client_parts`): what a
+#: full pass over a client's data costs in an estimate (:meth:`GhbmSetting.work`), without loading the data
+TRAIN_SAMPLES = {"cifar10-jpeg": 50_000, "fashion-mnist": 60_000, "mnist": 60_000}
 #: Shakespeare federations (:class:`GhbmSetting` ``federation``)
 FEDERATIONS = ("paper", "any-roles")
 #: the paper federation in detail (:class:`GhbmSetting`; issue 52): its roles are one draw for every seed, as the
@@ -280,11 +285,20 @@ class GhbmSetting:
 
     def work(self) -> Work:
         """At most the work of one run: ``rounds`` of ``per_round`` clients (every client where FedCM-full is among
-        the methods) taking ``local_steps`` steps, an evaluation every ``eval_every`` rounds."""
-        clients = self.clients if "fedcm-full" in self.methods else self.per_round
-        return Work(self.rounds * clients * self.local_steps, evaluations(self.rounds, self.eval_every),
+        the methods) taking ``local_steps`` steps, an evaluation every ``eval_every`` rounds; its gradients those
+        of the costliest method (MIME's: :meth:`afl.algorithms.base.Learner.gradients_per_job`)."""
+        clients = {m: self.clients if m == "fedcm-full" else self.per_round for m in self.methods}
+        batches = math.ceil(self.client_samples() / self.batch)
+        gradients = max(self.rounds * clients[m] * get(self.run_kwargs(m)[0]).learner.gradients_per_job(
+            self.local_steps, batches) for m in self.methods)
+        return Work(self.rounds * max(clients.values()) * self.local_steps, evaluations(self.rounds, self.eval_every),
                     fields_of(self, "rounds", "clients", "participation", "local_steps"),
-                    fields_of(self, "eval_every", "rounds"))
+                    fields_of(self, "eval_every", "rounds"), gradients=gradients)
+
+    def client_samples(self) -> int:
+        """A client's training samples at most: :data:`SHAKESPEARE_WINDOWS`, else ``n / clients``
+        (:func:`client_parts`)."""
+        return SHAKESPEARE_WINDOWS if self.dataset == "shakespeare" else TRAIN_SAMPLES[self.dataset] // self.clients
 
     @property
     def per_round(self) -> int:
