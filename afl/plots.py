@@ -45,6 +45,7 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "fedprox": ("#bcbd22", "-", "FedProx"),
     "scaffold": ("#637939", "-", "SCAFFOLD"),
     "scaffold-m": ("#637939", "--", "SCAFFOLD-M"),
+    "scaffold-code": ("#637939", "-.", "SCAFFOLD as the authors' code runs it"),
     "feddyn": ("#e377c2", "-", "FedDyn"),
     "adabest": ("#e377c2", "--", "AdaBest"),
     "mime": ("#17becf", "-", "MIME"),

@@ -30,11 +30,12 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
     algorithm, kw = cfg.run_kwargs("fedcm-full")
     assert algorithm == "fedcm" and kw["s"] == 100 and kw["alpha"] == 0.1
     for c in (cfg, ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare")):   # the code's forms: same rates
-        for variant, form in (("fedcm-code", "code"), ("mimemom-dampened", "dampened"),
-                              ("mimelitemom-dampened", "dampened")):
+        for variant, field, form in (("fedcm-code", "momentum", "code"), ("mimemom-dampened", "momentum", "dampened"),
+                                     ("mimelitemom-dampened", "momentum", "dampened"),
+                                     ("scaffold-code", "controls", "code")):
             method = variant.rsplit("-", 1)[0]
             algorithm, kw = c.run_kwargs(variant)
-            assert algorithm == method and kw == c.run_kwargs(method)[1] | {"momentum": form}
+            assert algorithm == method and kw == c.run_kwargs(method)[1] | {field: form}
             assert variant not in cfg.methods                                      # not a row of the paper
     sh = ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare")
     assert (sh.model, sh.hyper, sh.local_steps, sh.batch, sh.rounds) == ("char-lstm", "shakespeare", 20, 100, 250)

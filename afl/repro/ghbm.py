@@ -15,7 +15,9 @@ server beta = 0.9; on Shakespeare the GHBM family takes FedAvg's eta = eta_l = 1
 CIFAR: every Shakespeare method with a bold eta_l has 1, and at 0.1 FedAvg itself stays at the most frequent
 character for 30 rounds, ``tools/ghbm_step_probe.py``). Every result records the settings of each of its runs.
 Variants that are not rows of the paper's tables (e.g. ``--set methods=fedcm,fedcm-code``): ``fedcm-code`` is
-FedCM as the authors' code runs it, with FedCM's rates (:mod:`afl.algorithms.fedcm`); ``mimemom-dampened`` and
+FedCM as the authors' code runs it, with FedCM's rates (:mod:`afl.algorithms.fedcm`); ``scaffold-code`` is
+SCAFFOLD with the code's server control update (the clients' control changes summed, without the 1/N:
+:mod:`afl.algorithms.scaffold`); ``mimemom-dampened`` and
 ``mimelitemom-dampened`` take Karimireddy et al.'s dampened momentum form instead of the PyTorch form of the
 authors' code, in which Table 7's rates were tuned, at the same rates (:mod:`afl.algorithms.mime`: their clients
 move 1 - beta = a tenth as far).
@@ -65,6 +67,7 @@ TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "
                  "fedadc", "mimemom", "mimelitemom", "fedcm-full", "ghbm", "localghbm", "fedhbm")
 #: variants that are not rows of the paper: name -> (the method whose Table 7 settings they take, what they change)
 VARIANTS = {"fedcm-code": ("fedcm", {"momentum": "code"}),
+            "scaffold-code": ("scaffold", {"controls": "code"}),
             "fedcm-server-lr-1": ("fedcm", {"server_lr": 1.0}),
             "mimemom-dampened": ("mimemom", {"momentum": "dampened"}),
             "mimelitemom-dampened": ("mimelitemom", {"momentum": "dampened"}),
