@@ -11,7 +11,10 @@ Every strategy computes the same thing -- for k clients with parameters stacked 
   (views of the stacked tensors), images in channels-last layout. On a CPU this is what oneDNN's convolution
   and pooling kernels are fastest at (measured: ``afl bench local-sgd``), except for models with a GroupNorm of
   one channel per group, whose channels-last kernel is slow: those stay in NCHW (QAFeL's CNN: 58 against 46
-  client-steps/s at batch 32 on a 2-core CPU; ResNet-20, GroupNorm(2): 7.6 channels-last against 7.0).
+  client-steps/s at batch 32 on a 2-core CPU; ResNet-20, GroupNorm(2): 7.6 channels-last against 7.0). There
+  the NCHW max-pool is a quarter of a step (1.2 ms a call of 32 x 32 x 34 x 34 against 0.19 ms channels-last),
+  but neither converting to channels-last around each pool (17.9 -> 20.0 ms a step) nor four strided maxima with
+  the kernel's tie rule (3.9 ms a call) beats it (measured 2026-11-27).
 * ``"lstm"`` -- :class:`afl.models.CharLSTM` with the client axis written into every op (batched matmuls, the
   embedding as a one-hot matmul), one plain autograd pass: the same maths as ``vmap`` without its dispatch on each
   of the recurrence's thousands of small ops a step, which bounds a ``vmap`` step (about 0.1 s on an H100).
