@@ -60,7 +60,8 @@ def measured(data: dict, file) -> tuple[int, float, str]:
                          f"{data.get('reused_runs') or data.get('resumed_runs')} runs, so its wall time is not theirs)")
     steps, walls = 0, []
     for run in runs:
-        method = REGISTRY.get(str(run.get("method")))
+        name = str(run.get("method"))
+        method = REGISTRY.get(name) or REGISTRY.get(name.split("-")[0])     # a variant by its base's name
         if method is not None and method.learner.gradients_per_job(1, 1) != 1:
             raise RatesError(file, f"a result of methods with one mini-batch gradient a client step (its "
                              f"{method.name} runs take more: a rate from them would price a job's gradients wrong)")
