@@ -265,7 +265,7 @@ def archive(out: Path, to: Path, max_file_mb: float, max_files: int, max_total_m
         files = [p for p in sorted(folder.glob("*") if folder == out else folder.rglob("*"))
                  if p.is_file() and not p.is_symlink() and not p.name.endswith(".part")]
         kept = [p for p in files if not _saved_state(p.relative_to(folder))]
-        room = min(max_file_mb, max_total_mb - total) * 1e6 - sum(p.stat().st_size for p in kept)
+        room = min(max_file_mb * 1e6, max_total_mb * 1e6 - total) - sum(p.stat().st_size for p in kept)   # bytes
         for p in (p for p in files if p not in kept):
             if p.stat().st_size <= room:
                 kept.append(p)

@@ -241,6 +241,11 @@ def test_archives_keep_to_the_callers_limits_and_go_back_in_place(tmp_path, caps
         assert tar.getnames() == ["b/x.partial.jsonl"]
     back = plan.unpack_results(written[0], tmp_path / "back")
     assert (back / "a/small/x.checkpoints/run.ckpt").stat().st_size == 100_000
+    # a later folder's checkpoint that fits the limits goes in (the room left is counted in bytes, not MB minus bytes)
+    roomy = plan.archive(out, tmp_path / "roomy", max_file_mb=4.0, max_files=10, max_total_mb=64)
+    with tarfile.open(roomy[1]) as tar:
+        assert sorted(tar.getnames()) == ["b/x.checkpoints/run.ckpt", "b/x.partial.jsonl"]
+    assert "left out" not in capsys.readouterr().out
 
 
 def test_a_missing_or_damaged_archive_is_an_error_naming_it(tmp_path):
