@@ -390,6 +390,24 @@ if ("fedavg", "noniid") in five and ("fedhbm", "noniid") in five:
 # other rows of the column keep one seed; their 5-seed runs are jobs of `afl plan`.
 
 # %% [markdown]
+# **Is SCAFFOLD's gap the authors' code?** Their server adds every sampled client's control change to its control
+# without the paper's 1/N (`scaffold_center_server.py`), so its control is the *sum* of the clients' controls, not
+# their mean. afl runs that reading as the method `scaffold-code` (one seed, the same protocol and rates; command
+# in its report):
+
+# %%
+probe = committed("ghbm/shakespeare/probes/scaffold-code-noniid/ghbm-table2")
+if probe:
+    run = probe["runs"][0]
+    print(f"SCAFFOLD as the code runs it: {probe['rows']['scaffold-code']['noniid']['mean']:.1f} % over the last "
+          f"100 rounds (ours, 1 seed); paper's SCAFFOLD {probe['paper']['scaffold'][0]} % (reference)")
+    print(f"its test loss: {run['curve']['loss'][0]:.1f} at round 0, up to {max(run['curve']['loss']):,.0f}")
+
+# %% [markdown]
+# What to notice: with a control a hundred times too large (N = 100 clients) the local steps diverge at η_l = 1, so
+# the code's update cannot be what produced the paper's 50.2 %. The gap stays open, and afl keeps the paper's 1/N.
+
+# %% [markdown]
 # ## 5. The theory's rates (Table 1)
 #
 # Table 1 compares the convergence bounds of FedAvg, FedCM, SCAFFOLD-M, FedAvg-M and GHBM on
