@@ -128,7 +128,7 @@ def row(job: Job, rates: list[Rate], cpu_hours: float) -> dict:
         minutes[machine] = None if rate is None else {
             "minutes": round(work.cost / rate.value / 60, 1), "rate": round(rate.value, 1),
             "rate_of": rate.key, "source": rate.source, "measured": rate.what}
-    cpu = cpu_minutes(job, rates)
+    cpu = cpu_minutes(job, rates, work)
     return {"name": job.name, "command": job.command, "dest": f"results/{job.dest}", "claims": list(job.claims),
             "why": list(job.why), "headline": job.headline, "client_steps_at_most": round(work.client_steps),
             "gradients_at_most": round(work.cost),
@@ -136,11 +136,12 @@ def row(job: Job, rates: list[Rate], cpu_hours: float) -> dict:
             "fits_cpu": cpu is not None and cpu <= cpu_hours * 60}
 
 
-def cpu_minutes(job: Job, rates: list[Rate]) -> float | None:
-    """The job's minutes on the fastest CPU with a measured rate for it; None where none is measured."""
-    found = [job.work().cost / rate.value / 60 for machine in MACHINES if machine.startswith("cpu")
-             for rate in [job.rate(rates, machine)] if rate is not None]
-    return min(found, default=None)
+def cpu_minutes(job: Job, rates: list[Rate], work=None) -> float | None:
+    """The job's minutes on the fastest CPU with a measured rate for it; None where none is measured. ``work``: its
+    :meth:`Job.work`, where the caller has it."""
+    cpu = [rate.value for machine in MACHINES if machine.startswith("cpu")
+           for rate in [job.rate(rates, machine)] if rate is not None]
+    return (work or job.work()).cost / max(cpu) / 60 if cpu else None
 
 
 def listing(root: Path, cpu_hours: float = 24.0) -> list[dict]:
