@@ -48,6 +48,7 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "scaffold-code": ("#637939", "-.", "SCAFFOLD as the authors' code runs it"),
     "feddyn": ("#e377c2", "-", "FedDyn"),
     "adabest": ("#e377c2", "--", "AdaBest"),
+    "adabest-code": ("#e377c2", "-.", "AdaBest as the authors' code runs it"),
     "mime": ("#17becf", "-", "MIME"),
     "mimemom": ("#17becf", "--", "MimeMom"),
     "mimelitemom": ("#17becf", ":", "MimeLiteMom"),

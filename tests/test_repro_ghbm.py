@@ -32,7 +32,7 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
     for c in (cfg, ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare")):   # the code's forms: same rates
         for variant, field, form in (("fedcm-code", "momentum", "code"), ("mimemom-dampened", "momentum", "dampened"),
                                      ("mimelitemom-dampened", "momentum", "dampened"),
-                                     ("scaffold-code", "controls", "code")):
+                                     ("scaffold-code", "controls", "code"), ("adabest-code", "elapsed", "code")):
             method = variant.rsplit("-", 1)[0]
             algorithm, kw = c.run_kwargs(variant)
             assert algorithm == method and kw == c.run_kwargs(method)[1] | {field: form}

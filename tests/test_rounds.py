@@ -152,13 +152,14 @@ def feddyn(loop, theta, rounds_, alpha=0.05, code=False):
     return theta
 
 
-def adabest(loop, theta, rounds_, mu=0.05, beta=0.6):
+def adabest(loop, theta, rounds_, mu=0.05, beta=0.6, code=False):
+    """``code``: the GHBM code's k_i, the round number (it never records a client's last round)."""
     hi, last = torch.zeros(N, theta.numel(), dtype=theta.dtype), [0] * N
     average = theta
     for t, clients in enumerate(rounds_, start=1):
         ys = [loop.train(i, theta, lambda w, d, idx, i=i: d - hi[i]) for i in clients]
         for i, y in zip(clients, ys):
-            hi[i] = hi[i] / (t - last[i]) + mu * (theta - y)
+            hi[i] = hi[i] / (t if code else t - last[i]) + mu * (theta - y)
             last[i] = t
         new_average = theta - pseudo(loop, theta, clients, ys)
         theta = new_average - beta * (average - new_average)
@@ -263,6 +264,7 @@ CASES = {
     "feddyn": (dict(alpha=0.05), feddyn),
     "feddyn-code": (dict(alpha=0.05, h_update="code"), lambda *a: feddyn(*a, code=True)),
     "adabest": (dict(mu=0.05, beta=0.6), adabest),
+    "adabest-code": (dict(mu=0.05, beta=0.6, elapsed="code"), lambda *a: adabest(*a, code=True)),
     "mime": (dict(), mime),
     "mimemom": (dict(server_lr=0.5, beta=0.7), lambda *a: mime(*a, eta=0.5, beta=0.7)),
     "mimelitemom": (dict(server_lr=0.5, beta=0.7), lambda *a: mime(*a, eta=0.5, beta=0.7, lite=True)),

@@ -17,7 +17,8 @@ character for 30 rounds, ``tools/ghbm_step_probe.py``). Every result records the
 Variants that are not rows of the paper's tables (e.g. ``--set methods=fedcm,fedcm-code``): ``fedcm-code`` is
 FedCM as the authors' code runs it, with FedCM's rates (:mod:`afl.algorithms.fedcm`); ``scaffold-code`` is
 SCAFFOLD with the code's server control update (the clients' control changes summed, without the 1/N:
-:mod:`afl.algorithms.scaffold`); ``mimemom-dampened`` and
+:mod:`afl.algorithms.scaffold`); ``adabest-code`` is AdaBest with the code's k_i, the round number instead of the
+rounds since the client's last participation (:mod:`afl.algorithms.feddyn`); ``mimemom-dampened`` and
 ``mimelitemom-dampened`` take Karimireddy et al.'s dampened momentum form instead of the PyTorch form of the
 authors' code, in which Table 7's rates were tuned, at the same rates (:mod:`afl.algorithms.mime`: their clients
 move 1 - beta = a tenth as far).
@@ -68,6 +69,7 @@ TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "
 #: variants that are not rows of the paper: name -> (the method whose Table 7 settings they take, what they change)
 VARIANTS = {"fedcm-code": ("fedcm", {"momentum": "code"}),
             "scaffold-code": ("scaffold", {"controls": "code"}),
+            "adabest-code": ("adabest", {"elapsed": "code"}),
             "fedcm-server-lr-1": ("fedcm", {"server_lr": 1.0}),
             "mimemom-dampened": ("mimemom", {"momentum": "dampened"}),
             "mimelitemom-dampened": ("mimelitemom", {"momentum": "dampened"}),
