@@ -152,13 +152,13 @@ def listing(root: Path, cpu_hours: float = 24.0) -> list[dict]:
 
 
 def find(root: Path, names) -> list[Job]:
-    """The jobs named (by :attr:`Job.name`), in the plan's order; an unknown name is an error listing them."""
-    every = jobs(root)
-    known = {j.name: j for j in every}
+    """The jobs named (by :attr:`Job.name`), in the order named (a job named twice runs once: its first place); an
+    unknown name is an error listing them."""
+    known = {j.name: j for j in jobs(root)}
     for name in names:
         if name not in known:
             raise ParameterError("job", name, "one of the plan's jobs (afl plan): " + ", ".join(known))
-    return [j for j in every if j.name in set(names)]
+    return [known[name] for name in dict.fromkeys(names)]
 
 
 # -- a job with a time limit -----------------------------------------------------------------------------------------

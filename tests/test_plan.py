@@ -100,6 +100,8 @@ def test_the_cli_lists_the_plan_with_rates_and_sources(capsys):
     assert {r["name"] for r in rows} == {j.name for j in plan.jobs(ROOT)}
     with pytest.raises(ParameterError, match="job='nope'"):
         plan.find(ROOT, ["nope"])
+    last, first = rows[-1]["name"], rows[0]["name"]              # named jobs run in the order named, each once
+    assert [j.name for j in plan.find(ROOT, [last, first, last])] == [last, first]
 
 
 # -- rates ------------------------------------------------------------------------------------------------------------

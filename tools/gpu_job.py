@@ -241,7 +241,7 @@ def main(argv=None) -> int:
     p.add_argument("--max-files", default=None, help="afl plan archive: at most this many archives")
     p.add_argument("--max-total-mb", default=None, help="afl plan archive: at most this much together")
     p.add_argument("--jobs", nargs="*", default=[], metavar="JOB",
-                   help="plan: run these of the plan's jobs (afl plan names them; default: the plan's order)")
+                   help="plan: run these of the plan's jobs, in this order (afl plan names them; default: the plan's order)")
     p.add_argument("--leave-to-cpu", type=float, default=4.0,
                    help="plan: pass over the jobs a measured CPU finishes within this many hours (default: 4)")
     p.add_argument("--cpu-test", action="store_true", help="every step on the CPU, tiny (checks the script)")
