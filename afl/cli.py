@@ -432,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the other into --out under --time-limit; the same command goes on from there. "
                                    "archive: pack --out's job folders into --to within the limits given.")
     q.add_argument("action", nargs="?", choices=["list", "run", "archive"], default="list", help="default: list")
-    q.add_argument("jobs", nargs="*", metavar="JOB", help="run: these jobs, in this order (default: all, in the plan's order)")
+    q.add_argument("jobs", nargs="*", metavar="JOB",
+                   help="run: these jobs, in this order (default: all, in the plan's order)")
     q.add_argument("--json", action="store_true", help="list: print JSON")
     q.add_argument("--cpu-hours", type=float, default=24.0,
                    help="list: mark the jobs a measured CPU finishes within this many hours (default: 24)")

@@ -89,11 +89,12 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
     t_end = time.monotonic() + seconds
     with open(out / "bench.jsonl", "w") as f:
         from conv_wgrad_probe import probe as wgrad_probe
-        for k in (2,) if cpu else (10, 100, 400):
-            for row in wgrad_probe(k, torch.device(device)):
-                f.write(json.dumps(row | {"probe": "conv weight gradient", "card": card, "torch": torch.__version__})
-                        + "\n")
-                log(f"wgrad: {row}")
+        for layer in ("conv1", "conv2"):          # conv1 first: the H200 profile's per-client kernel
+            for k in (2,) if cpu else (10, 100, 400):
+                for row in wgrad_probe(k, torch.device(device), layer):
+                    f.write(json.dumps(row | {"probe": "conv weight gradient", "card": card,
+                                              "torch": torch.__version__}) + "\n")
+                    log(f"wgrad: {row}")
         for model, clients, precision, use_graphs, steps, cudnn_bench, wgrad in plan:
             if time.monotonic() > t_end:
                 log(f"bench: out of time before {model} C={clients} {precision} graphs={use_graphs}")
@@ -113,9 +114,10 @@ def bench(out: Path, seconds: float, cpu: bool) -> None:
             except Exception as error:  # noqa: BLE001 -- one failed setting is reported, the rest still run
                 rows = [{"model": model, "clients": clients, "precision": precision, "cuda_graphs": use_graphs,
                          "error": repr(error)[:500]}]
+            chosen = {str(key): way for key, (way, _) in conv.CHOICES.items()}   # auto: each layer's way
             for row in rows:
                 row |= {"card": card, "torch": torch.__version__, "weight_gradient": wgrad,
-                        "seconds": round(time.monotonic() - t0, 1)}
+                        "seconds": round(time.monotonic() - t0, 1)} | ({"choices": chosen} if chosen else {})
                 f.write(json.dumps(row) + "\n")
                 f.flush()
                 log(f"bench: {model} C={clients} {precision} graphs={row.get('cuda_graphs')} weight gradient={wgrad} "
@@ -241,7 +243,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-files", default=None, help="afl plan archive: at most this many archives")
     p.add_argument("--max-total-mb", default=None, help="afl plan archive: at most this much together")
     p.add_argument("--jobs", nargs="*", default=[], metavar="JOB",
-                   help="plan: run these of the plan's jobs, in this order (afl plan names them; default: the plan's order)")
+                   help="plan: run these of the plan's jobs, in this order (afl plan names them; default: the plan's "
+                        "order)")
     p.add_argument("--leave-to-cpu", type=float, default=4.0,
                    help="plan: pass over the jobs a measured CPU finishes within this many hours (default: 4)")
     p.add_argument("--cpu-test", action="store_true", help="every step on the CPU, tiny (checks the script)")
