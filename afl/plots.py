@@ -49,6 +49,7 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "feddyn": ("#e377c2", "-", "FedDyn"),
     "adabest": ("#e377c2", "--", "AdaBest"),
     "adabest-code": ("#e377c2", "-.", "AdaBest as the authors' code runs it"),
+    "adabest-beta-0": ("#e377c2", ":", "AdaBest, server β = 0"),
     "mime": ("#17becf", "-", "MIME"),
     "mimemom": ("#17becf", "--", "MimeMom"),
     "mimelitemom": ("#17becf", ":", "MimeLiteMom"),

@@ -30,10 +30,11 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
     algorithm, kw = cfg.run_kwargs("fedcm-full")
     assert algorithm == "fedcm" and kw["s"] == 100 and kw["alpha"] == 0.1
     for c in (cfg, ghbm.setting("ghbm-table2", quick=False, dataset="shakespeare")):   # the code's forms: same rates
-        for variant, field, form in (("fedcm-code", "momentum", "code"), ("mimemom-dampened", "momentum", "dampened"),
-                                     ("mimelitemom-dampened", "momentum", "dampened"),
-                                     ("scaffold-code", "controls", "code"), ("adabest-code", "elapsed", "code")):
-            method = variant.rsplit("-", 1)[0]
+        for variant, method, field, form in (
+                ("fedcm-code", "fedcm", "momentum", "code"), ("mimemom-dampened", "mimemom", "momentum", "dampened"),
+                ("mimelitemom-dampened", "mimelitemom", "momentum", "dampened"),
+                ("scaffold-code", "scaffold", "controls", "code"), ("adabest-code", "adabest", "elapsed", "code"),
+                ("adabest-beta-0", "adabest", "beta", 0.0)):
             algorithm, kw = c.run_kwargs(variant)
             assert algorithm == method and kw == c.run_kwargs(method)[1] | {field: form}
             assert variant not in cfg.methods                                      # not a row of the paper

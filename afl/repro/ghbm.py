@@ -18,7 +18,8 @@ Variants that are not rows of the paper's tables (e.g. ``--set methods=fedcm,fed
 FedCM as the authors' code runs it, with FedCM's rates (:mod:`afl.algorithms.fedcm`); ``scaffold-code`` is
 SCAFFOLD with the code's server control update (the clients' control changes summed, without the 1/N:
 :mod:`afl.algorithms.scaffold`); ``adabest-code`` is AdaBest with the code's k_i, the round number instead of the
-rounds since the client's last participation (:mod:`afl.algorithms.feddyn`); ``mimemom-dampened`` and
+rounds since the client's last participation (:mod:`afl.algorithms.feddyn`), ``adabest-beta-0`` AdaBest without
+its server extrapolation (the paper states no beta); ``mimemom-dampened`` and
 ``mimelitemom-dampened`` take Karimireddy et al.'s dampened momentum form instead of the PyTorch form of the
 authors' code, in which Table 7's rates were tuned, at the same rates (:mod:`afl.algorithms.mime`: their clients
 move 1 - beta = a tenth as far).
@@ -70,6 +71,7 @@ TABLE_METHODS = ("fedavg", "fedprox", "scaffold", "feddyn", "adabest", "mime", "
 VARIANTS = {"fedcm-code": ("fedcm", {"momentum": "code"}),
             "scaffold-code": ("scaffold", {"controls": "code"}),
             "adabest-code": ("adabest", {"elapsed": "code"}),
+            "adabest-beta-0": ("adabest", {"beta": 0.0}),
             "fedcm-server-lr-1": ("fedcm", {"server_lr": 1.0}),
             "mimemom-dampened": ("mimemom", {"momentum": "dampened"}),
             "mimelitemom-dampened": ("mimelitemom", {"momentum": "dampened"}),

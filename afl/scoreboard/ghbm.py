@@ -21,6 +21,12 @@ PROBES = {
     "localghbm": ("localghbm-code-scale", "the authors' code scales the momentum by C where the text does not"),
     "fedhbm": ("fedhbm-code-scale", "the authors' code scales the momentum by C where the text does not"),
 }
+#: Shakespeare probes with a folder of their own, ``results/ghbm/shakespeare/probes/<variant>-<split>/``
+SHAKESPEARE_PROBES = {
+    "adabest": ("adabest-beta-0", "the paper states no server beta, and its AdaBest rows equal FedAvg's on every CNN "
+                "and LSTM column; with beta = 0 (no server extrapolation) afl's AdaBest is FedAvg's within a point "
+                "(100-round probe: results/ghbm/shakespeare/probes/adabest-noniid-100)"),
+}
 
 
 def accuracy(method: str, split: str, tau: int | None = None) -> Mean:
@@ -56,12 +62,16 @@ def _cifar_cnn(method: str, split: str) -> tuple[str, Run]:
 
 
 def _cell(table, row: str, column: str, split: str | None, result: str = "", run: Run | None = None,
-          unsupported: str = "", data: tuple = (), earlier: str = "") -> Claim:
-    """A table's cell; ``earlier``: a reduced result read where ``result`` does not cover it (its probes' too)."""
+          unsupported: str = "", data: tuple = (), earlier: str = "", probe_at: tuple = ()) -> Claim:
+    """A table's cell; ``earlier``: a reduced result read where ``result`` does not cover it (its probes' too);
+    ``probe_at``: (variant, why, result) of a probe with a folder of its own."""
     number = table[row, column]
     method = METHOD.get(row, "")
     probe = None
-    if method in PROBES and result and not unsupported:
+    if probe_at and not unsupported:
+        variant, why, where = probe_at
+        probe = Probe(where, accuracy(variant, split), Level(number), why)
+    elif method in PROBES and result and not unsupported:
         variant, why = PROBES[method]
         probe = Probe(earlier or result, accuracy(variant, split), Level(number), why)
     id_ = f"ghbm-t{table.source.split()[-1]}-{method or slug(row)}-{slug(column)}"
@@ -75,9 +85,13 @@ def _cell(table, row: str, column: str, split: str | None, result: str = "", run
 
 def _table2(row: str, column: str) -> Claim:
     if column.startswith("Shakespeare"):
-        split = "noniid" if "non-IID" in column else "iid"
-        return _cell(paper.TABLE2, row, column, split, _shakespeare_result(METHOD[row], split),
-                     _shakespeare_run(METHOD[row], split), data=("shakespeare",), earlier=SHK)
+        split, method = "noniid" if "non-IID" in column else "iid", METHOD[row]
+        probe_at = ()
+        if method in SHAKESPEARE_PROBES:
+            variant, why = SHAKESPEARE_PROBES[method]
+            probe_at = (variant, why, f"ghbm/shakespeare/probes/{variant}-{split}/ghbm-table2")
+        return _cell(paper.TABLE2, row, column, split, _shakespeare_result(method, split),
+                     _shakespeare_run(method, split), data=("shakespeare",), earlier=SHK, probe_at=probe_at)
     return _cell(paper.TABLE2, row, column, None, unsupported=NO_RESNET if "ResNet" in column else NO_CIFAR100,
                  data=("cifar10",) if "ResNet" in column else ("cifar100",))
 
