@@ -24,8 +24,8 @@ PROBES = {
 #: Shakespeare probes with a folder of their own, ``results/ghbm/shakespeare/probes/<variant>-<split>/``
 SHAKESPEARE_PROBES = {
     "adabest": ("adabest-beta-0", "the paper states no server beta, and its AdaBest rows equal FedAvg's on every CNN "
-                "and LSTM column; with beta = 0 (no server extrapolation) afl's AdaBest is FedAvg's within a point "
-                "(100-round probe: results/ghbm/shakespeare/probes/adabest-noniid-100)"),
+                "and LSTM column; with beta = 0 (no server extrapolation) afl's AdaBest ends beside FedAvg, a little "
+                "below it (100-round probe: results/ghbm/shakespeare/probes/adabest-noniid-100)"),
 }
 
 
