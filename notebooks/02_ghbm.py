@@ -353,8 +353,8 @@ if shakespeare:
 # - **FedCM's server step.** At Table 7's η = 0.1 FedCM barely learns: its update is a convex mix of displacements
 #   with no 1/(1 − β) gain, a tenth of FedAvg's step. At η = 1 it learns, and equals FedADC, whose row the paper's
 #   FedCM row matches number for number. SCAFFOLD-M has no Table 7 row: afl runs it at η = 1.
-# - **Still open:** FedAvgM and SCAFFOLD end several points below the paper's numbers (and AdaBest, below, above
-#   it); the baselines not yet run on this federation are jobs of the plan (`afl plan`). The scoreboard
+# - **Still open:** FedAvgM and SCAFFOLD end several points below the paper's numbers, AdaBest several above (see
+#   below); the baselines not yet run on this federation are jobs of the plan (`afl plan`). The scoreboard
 #   (`results/README.md`) decides each claim.
 #
 # **What changed, and why.** The runs in the appendix (history) took 100 random roles cut at 2,000 windows: 70
