@@ -42,6 +42,7 @@ METHOD_STYLES: dict[str, tuple[str, str, str]] = {
     "no hidden state, scalar 2/2": ("#9467bd", "--", "no hidden state (QAFeL's ablation), FLSim 2-bit"),
     # the GHBM paper's methods (synchronous rounds); server-momentum and variants share their family's colour
     "fedavgm": ("#7f7f7f", "--", "FedAvgM"),
+    "fedavgm-server-lr-1": ("#7f7f7f", ":", "FedAvgM, η = 1"),
     "fedprox": ("#bcbd22", "-", "FedProx"),
     "scaffold": ("#637939", "-", "SCAFFOLD"),
     "scaffold-m": ("#637939", "--", "SCAFFOLD-M"),

@@ -34,7 +34,7 @@ def test_settings_follow_the_paper_and_switch_dataset_presets():
                 ("fedcm-code", "fedcm", "momentum", "code"), ("mimemom-dampened", "mimemom", "momentum", "dampened"),
                 ("mimelitemom-dampened", "mimelitemom", "momentum", "dampened"),
                 ("scaffold-code", "scaffold", "controls", "code"), ("adabest-code", "adabest", "elapsed", "code"),
-                ("adabest-beta-0", "adabest", "beta", 0.0)):
+                ("adabest-beta-0", "adabest", "beta", 0.0), ("fedavgm-server-lr-1", "fedavgm", "server_lr", 1.0)):
             algorithm, kw = c.run_kwargs(variant)
             assert algorithm == method and kw == c.run_kwargs(method)[1] | {field: form}
             assert variant not in cfg.methods                                      # not a row of the paper

@@ -19,7 +19,8 @@ FedCM as the authors' code runs it, with FedCM's rates (:mod:`afl.algorithms.fed
 SCAFFOLD with the code's server control update (the clients' control changes summed, without the 1/N:
 :mod:`afl.algorithms.scaffold`); ``adabest-code`` is AdaBest with the code's k_i, the round number instead of the
 rounds since the client's last participation (:mod:`afl.algorithms.feddyn`), ``adabest-beta-0`` AdaBest without
-its server extrapolation (the paper states no beta); ``mimemom-dampened`` and
+its server extrapolation (the paper states no beta), ``fedavgm-server-lr-1`` FedAvgM at server step 1 instead of
+Table 7's 0.1; ``mimemom-dampened`` and
 ``mimelitemom-dampened`` take Karimireddy et al.'s dampened momentum form instead of the PyTorch form of the
 authors' code, in which Table 7's rates were tuned, at the same rates (:mod:`afl.algorithms.mime`: their clients
 move 1 - beta = a tenth as far).
@@ -73,6 +74,7 @@ VARIANTS = {"fedcm-code": ("fedcm", {"momentum": "code"}),
             "adabest-code": ("adabest", {"elapsed": "code"}),
             "adabest-beta-0": ("adabest", {"beta": 0.0}),
             "fedcm-server-lr-1": ("fedcm", {"server_lr": 1.0}),
+            "fedavgm-server-lr-1": ("fedavgm", {"server_lr": 1.0}),
             "mimemom-dampened": ("mimemom", {"momentum": "dampened"}),
             "mimelitemom-dampened": ("mimelitemom", {"momentum": "dampened"}),
             "localghbm-code-scale": ("localghbm", {"momentum_scale": "C"}),
@@ -124,7 +126,11 @@ RATE_SOURCES = {
                                          "eta = 1 (at 0.1 FedCM, a convex mix of displacements with no 1/(1 - beta) "
                                          "gain, reaches 26.2 %)",
                     "fedadc": "ours: no Table 7 row; eta = 1, eta_l = 0.1 and beta = 0.9 (not tuned)",
-                    "adabest": "Table 7's alpha as mu; server beta = 0.9 ours (the paper states none)"},
+                    "adabest": "Table 7's alpha as mu; server beta = 0.9 ours (the paper states none)",
+                    "fedavgm-server-lr-1": "ours: eta = 1 beside Table 7's 0.1, a probe of FedAvgM's gap (at 0.1 "
+                                           "it trails FedAvg at every round)",
+                    "adabest-beta-0": "ours: server beta = 0 (no extrapolation) beside afl's 0.9, a probe: the "
+                                      "paper states no beta, and its AdaBest rows equal FedAvg's"},
 }
 
 #: Table 2's rows (and Table 8's, where MIME is "Mime") by afl's method names

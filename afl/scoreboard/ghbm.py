@@ -26,6 +26,9 @@ SHAKESPEARE_PROBES = {
     "adabest": ("adabest-beta-0", "the paper states no server beta, and its AdaBest rows equal FedAvg's on every CNN "
                 "and LSTM column; with beta = 0 (no server extrapolation) afl's AdaBest ends beside FedAvg, a little "
                 "below it (100-round probe: results/ghbm/shakespeare/probes/adabest-noniid-100)"),
+    "fedavgm": ("fedavgm-server-lr-1", "at Table 7's eta = 0.1 FedAvgM trails FedAvg at every round; with eta = 1 "
+                "(beta = 0.9) it leads FedAvg from round 10 on (100-round probe: "
+                "results/ghbm/shakespeare/probes/fedavgm-server-lr-1-noniid-100), as the paper's row does"),
 }
 
 
