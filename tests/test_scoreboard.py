@@ -155,6 +155,23 @@ def test_a_claim_reads_its_paper_scale_folder_where_committed_else_the_earlier_r
     assert gains == [("ghbm-table2.json", 1), ("runs/fedhbm-noniid/ghbm-table2.json", 5)]
 
 
+def test_a_method_the_one_seed_table_lacks_reads_its_one_seed_history_run(tmp_path):
+    """MIME is in neither the five-seed folders nor the one-seed table: its cells read its one-seed run at the
+    paper's protocol under history/, and stay "not run" without it."""
+    shk = "results/ghbm/shakespeare"
+    (tmp_path / shk).mkdir(parents=True)
+    (tmp_path / shk / "ghbm-table2.json").write_text((ROOT / shk / "ghbm-table2.json").read_text())
+    assert _verdicts(tmp_path)["ghbm-t2-mime-shakespeare-non-iid"]["status"] == c.NOT_RUN
+    history = "history/250-rounds-mime/ghbm-table2.json"
+    (tmp_path / shk / history).parent.mkdir(parents=True)
+    (tmp_path / shk / history).write_text((ROOT / shk / history).read_text())
+    row = _verdicts(tmp_path)["ghbm-t2-mime-shakespeare-non-iid"]
+    expected = json.loads((ROOT / shk / history).read_text())
+    final = [r["final"] for r in expected["runs"] if r["method"] == "mime" and r["split"] == "noniid"]
+    assert row["result"] == f"{shk}/{history}" and row["afl"]["seeds"] == 1
+    assert row["afl"]["value"] == pytest.approx(100 * final[0]) and row["status"] == c.OPEN
+
+
 def test_the_baselines_beyond_the_papers_quote_their_abstracts_and_read_the_async_family():
     from afl.papers import beyond
     statements = [v for v in vars(beyond).values() if isinstance(v, c.Statement)]

@@ -30,6 +30,11 @@ SHAKESPEARE_PROBES = {
                 "(beta = 0.9) it leads FedAvg from round 10 on (100-round probe: "
                 "results/ghbm/shakespeare/probes/fedavgm-server-lr-1-noniid-100), as the paper's row does"),
 }
+#: one-seed runs at the paper's Shakespeare protocol of methods the five-seed table :data:`SHK` does not hold, read
+#: where no five-seed folder is committed (``results/ghbm/shakespeare/history/``)
+SHAKESPEARE_HISTORY = {method: f"ghbm/shakespeare/history/250-rounds-{folder}/ghbm-table2" for method, folder in
+                       (("mime", "mime"), ("mimemom", "mimemom"), ("mimelitemom", "cpu"),
+                        ("fedcm-full", "fedcm-full"))}
 
 
 def accuracy(method: str, split: str, tau: int | None = None) -> Mean:
@@ -65,9 +70,9 @@ def _cifar_cnn(method: str, split: str) -> tuple[str, Run]:
 
 
 def _cell(table, row: str, column: str, split: str | None, result: str = "", run: Run | None = None,
-          unsupported: str = "", data: tuple = (), earlier: str = "", probe_at: tuple = ()) -> Claim:
-    """A table's cell; ``earlier``: a reduced result read where ``result`` does not cover it (its probes' too);
-    ``probe_at``: (variant, why, result) of a probe with a folder of its own."""
+          unsupported: str = "", data: tuple = (), earlier: tuple[str, ...] = (), probe_at: tuple = ()) -> Claim:
+    """A table's cell; ``earlier``: reduced results read, in order, where ``result`` does not cover it (the first
+    holds its probes too); ``probe_at``: (variant, why, result) of a probe with a folder of its own."""
     number = table[row, column]
     method = METHOD.get(row, "")
     probe = None
@@ -76,14 +81,14 @@ def _cell(table, row: str, column: str, split: str | None, result: str = "", run
         probe = Probe(where, accuracy(variant, split), Level(number), why)
     elif method in PROBES and result and not unsupported:
         variant, why = PROBES[method]
-        probe = Probe(earlier or result, accuracy(variant, split), Level(number), why)
+        probe = Probe(earlier[0] if earlier else result, accuracy(variant, split), Level(number), why)
     id_ = f"ghbm-t{table.source.split()[-1]}-{method or slug(row)}-{slug(column)}"
     if not number.legible:
         unsupported = unsupported or "the paper's text copy lost this cell's number"
     return Claim(id_, "GHBM", number.where, f"{row} reaches the paper's accuracy, {column}", Level(number),
                  None if unsupported else accuracy(method, split), result, None if unsupported else run,
                  unsupported=unsupported, probe=None if unsupported else probe, data=data, unit="%",
-                 earlier=((earlier, accuracy(method, split)),) if earlier and not unsupported else ())
+                 earlier=() if unsupported else tuple((e, accuracy(method, split)) for e in earlier))
 
 
 def _table2(row: str, column: str) -> Claim:
@@ -93,8 +98,9 @@ def _table2(row: str, column: str) -> Claim:
         if method in SHAKESPEARE_PROBES:
             variant, why = SHAKESPEARE_PROBES[method]
             probe_at = (variant, why, f"ghbm/shakespeare/probes/{variant}-{split}/ghbm-table2")
+        earlier = (SHK, SHAKESPEARE_HISTORY[method]) if method in SHAKESPEARE_HISTORY else (SHK,)
         return _cell(paper.TABLE2, row, column, split, _shakespeare_result(method, split),
-                     _shakespeare_run(method, split), data=("shakespeare",), earlier=SHK, probe_at=probe_at)
+                     _shakespeare_run(method, split), data=("shakespeare",), earlier=earlier, probe_at=probe_at)
     return _cell(paper.TABLE2, row, column, None, unsupported=NO_RESNET if "ResNet" in column else NO_CIFAR100,
                  data=("cifar10",) if "ResNet" in column else ("cifar100",))
 
