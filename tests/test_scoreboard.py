@@ -135,7 +135,7 @@ def test_a_claim_reads_its_paper_scale_folder_where_committed_else_the_earlier_r
     (tmp_path / shk).mkdir(parents=True)
     (tmp_path / shk / "ghbm-table2.json").write_text((ROOT / shk / "ghbm-table2.json").read_text())
     ids = ("ghbm-t2-fedhbm-shakespeare-non-iid", "ghbm-t2-fedavg-shakespeare-non-iid",
-           "ghbm-shakespeare-fedhbm-beats-fedavg-noniid")
+           "ghbm-shakespeare-fedhbm-beats-fedavg-noniid", "ghbm-table4-fedhbm-overhead")
 
     def read() -> dict:
         v = _verdicts(tmp_path)
@@ -150,9 +150,9 @@ def test_a_claim_reads_its_paper_scale_folder_where_committed_else_the_earlier_r
         (folder / "ghbm-table2.json").write_text(source.read_text())
         seen = read()
         assert seen[f"ghbm-t2-{method}-shakespeare-non-iid"] == (f"runs/{method}-noniid/ghbm-table2.json", 5)
-        gains.append(seen["ghbm-shakespeare-fedhbm-beats-fedavg-noniid"])
-    # FedHBM's gain needs both folders: with FedHBM's alone it reads the earlier table
-    assert gains == [("ghbm-table2.json", 1), ("runs/fedhbm-noniid/ghbm-table2.json", 5)]
+        gains.append((seen["ghbm-shakespeare-fedhbm-beats-fedavg-noniid"], seen["ghbm-table4-fedhbm-overhead"]))
+    # FedHBM's gain and its bytes against FedAvg's need both folders: with FedHBM's alone they read the earlier table
+    assert gains == [(("ghbm-table2.json", 1),) * 2, (("runs/fedhbm-noniid/ghbm-table2.json", 5),) * 2]
 
 
 def test_a_method_the_one_seed_table_lacks_reads_its_one_seed_history_run(tmp_path):
@@ -170,6 +170,14 @@ def test_a_method_the_one_seed_table_lacks_reads_its_one_seed_history_run(tmp_pa
     final = [r["final"] for r in expected["runs"] if r["method"] == "mime" and r["split"] == "noniid"]
     assert row["result"] == f"{shk}/{history}" and row["afl"]["seeds"] == 1
     assert row["afl"]["value"] == pytest.approx(100 * final[0]) and row["status"] == c.OPEN
+    # MimeMom's bytes a round (Table 4): its history run against FedAvg's five-seed folder, paired on seed 0
+    assert _verdicts(tmp_path)["ghbm-table4-mimemom-overhead"]["status"] == c.NOT_RUN
+    for path in ("history/250-rounds-mimemom/ghbm-table2.json", "runs/fedavg-noniid/ghbm-table2.json"):
+        (tmp_path / shk / path).parent.mkdir(parents=True)
+        (tmp_path / shk / path).write_text((ROOT / shk / path).read_text())
+    row = _verdicts(tmp_path)["ghbm-table4-mimemom-overhead"]
+    assert row["result"] == f"{shk}/history/250-rounds-mimemom/ghbm-table2.json" and row["afl"]["seeds"] == 1
+    assert row["afl"]["value"] == pytest.approx(2.5)      # x, m and c down, the full gradient and Delta up: 5 / 2
 
 
 def test_the_baselines_beyond_the_papers_quote_their_abstracts_and_read_the_async_family():
