@@ -57,7 +57,8 @@ def test_the_plan_holds_every_claim_not_run_or_reduced_headline_first(jobs):
 
 def test_a_jobs_cost_is_its_estimate_over_a_measured_rate_with_its_source(jobs):
     measured = rates.load(ROOT)
-    shakespeare = next(j for j in jobs if j.name == "ghbm-shakespeare-runs-fedhbm-noniid")
+    shakespeare = next(j for j in jobs if j.name.startswith("ghbm-shakespeare-runs-")    # a one-gradient method
+                       and not any(m in j.name for m in ("mime", "fedcm-full")))
     row = plan.row(shakespeare, measured, cpu_hours=24)
     assert row["client_steps_at_most"] == 5 * 250 * 10 * 20 == estimate(
         "ghbm-table2", seeds=5, **dict(shakespeare.run.overrides)).client_steps
