@@ -374,8 +374,9 @@ five, paper = {}, {}
 for folder in sorted(runs.glob("*-*iid")):
     method, split = folder.name.rsplit("-", 1)
     result = committed(f"ghbm/shakespeare/runs/{folder.name}/ghbm-table2")
-    five[method, split] = result["rows"][method][split]["per_seed"]
-    paper[method, split] = result["paper"][method][0 if split == "noniid" else 1]
+    (row,) = result["rows"].values()                       # one method a folder (GHBM's row names its tau)
+    five[method, split] = row[split]["per_seed"]
+    paper[method, split] = result["paper"].get(method, ["–", "–"])[0 if split == "noniid" else 1]
     print(f"{method:>9} {split:>6}: {pm(*mean_std(five[method, split]))} % over {len(five[method, split])} seeds "
           f"(ours); paper {paper[method, split]} % (reference)")
 if ("fedavg", "noniid") in five and ("fedhbm", "noniid") in five:
