@@ -285,17 +285,17 @@ def _is_afl(obj) -> bool:
     return isinstance(module, str) and module.split(".")[0] == "afl"
 
 
-def reaches_afl(fn: Callable, allowed=frozenset(), _visited=None) -> list[tuple[str, Any]]:
+def reaches_afl(fn: Callable, allowed=frozenset(), _walked=None) -> list[tuple[str, Any]]:
     """``[(route, obj), ...]``: the afl objects ``fn``'s code reaches (``afl.theory.favas.alpha``, an imported afl
     class, function or object, a checker and its ``reference``), through its global names and their attributes
     named in the code, its closure, its defaults and the functions it calls, nested ones included; a string
     constant naming afl (``__import__("afl")``) counts as reaching afl. Empty if it reaches none; global names in
     ``allowed`` are passed over."""
     code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-    visited = set() if _visited is None else _visited
-    if code is None or id(code) in visited:
+    walked = set() if _walked is None else _walked
+    if code is None or id(code) in walked:
         return []
-    visited.add(id(code))
+    walked.add(id(code))
     codes = list(code_objects(code))
     found = [("afl (imported by name)", importlib.import_module("afl")) for c in codes
              if any(isinstance(k, str) and k.split(".")[0] == "afl" for k in c.co_consts)][:1]
@@ -317,7 +317,7 @@ def reaches_afl(fn: Callable, allowed=frozenset(), _visited=None) -> list[tuple[
         if isinstance(o, (types.ModuleType, type, Exercise)):
             frontier += [(f"{here}.{a}", getattr(o, a)) for a in sorted(attributes) if hasattr(o, a)]
         elif isinstance(o, types.FunctionType):
-            found += [(f"{here} -> {r}", x) for r, x in reaches_afl(o, allowed, visited)]
+            found += [(f"{here} -> {r}", x) for r, x in reaches_afl(o, allowed, walked)]
     return found
 
 

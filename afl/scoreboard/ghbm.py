@@ -14,21 +14,19 @@ NO_RESNET = ("afl's GHBM experiment has no ResNet-20 setting (Table 7's ResNet-2
 NO_CIFAR100 = "afl's GHBM experiment has no CIFAR-100 task, and no CIFAR-100 copy is here"
 LARGE_SCALE = ("afl has neither the data (GLDv2, iNaturalist, StackOverflow) nor the pretrained models "
                "(MobileNetV2, ViT-B/16) of the paper's large-scale settings")
-#: the variant of a method whose number explains a difference, with why
+#: the variant of a method whose number explains a difference, with why, and whether it has a Shakespeare folder of
+#: its own (``results/ghbm/shakespeare/probes/<variant>-<split>/``) or runs beside the method in the same result
 PROBES = {
     "fedcm": ("fedcm-server-lr-1", "at Table 7's η = 0.1 FedCM's step is a convex mix of displacements with no "
-              "1/(1 − β) gain, a tenth of FedAvg's; with η = 1 (fedcm-server-lr-1) it learns"),
-    "localghbm": ("localghbm-code-scale", "the authors' code scales the momentum by C where the text does not"),
-    "fedhbm": ("fedhbm-code-scale", "the authors' code scales the momentum by C where the text does not"),
-}
-#: Shakespeare probes with a folder of their own, ``results/ghbm/shakespeare/probes/<variant>-<split>/``
-SHAKESPEARE_PROBES = {
+              "1/(1 − β) gain, a tenth of FedAvg's; with η = 1 (fedcm-server-lr-1) it learns", False),
+    "localghbm": ("localghbm-code-scale", "the authors' code scales the momentum by C where the text does not", False),
+    "fedhbm": ("fedhbm-code-scale", "the authors' code scales the momentum by C where the text does not", False),
     "adabest": ("adabest-beta-0", "the paper states no server beta, and its AdaBest rows equal FedAvg's on every CNN "
                 "and LSTM column; with beta = 0 (no server extrapolation) afl's AdaBest ends beside FedAvg, a little "
-                "below it (100-round probe: results/ghbm/shakespeare/probes/adabest-noniid-100)"),
+                "below it (100-round probe: results/ghbm/shakespeare/probes/adabest-noniid-100)", True),
     "fedavgm": ("fedavgm-server-lr-1", "at Table 7's eta = 0.1 FedAvgM trails FedAvg at every round; with eta = 1 "
                 "(beta = 0.9) it leads FedAvg from round 10 on (100-round probe: "
-                "results/ghbm/shakespeare/probes/fedavgm-server-lr-1-noniid-100), as the paper's row does"),
+                "results/ghbm/shakespeare/probes/fedavgm-server-lr-1-noniid-100), as the paper's row does", True),
 }
 #: one-seed runs at the paper's Shakespeare protocol of methods the five-seed table :data:`SHK` does not hold, read
 #: where no five-seed folder is committed (``results/ghbm/shakespeare/history/``)
@@ -70,37 +68,39 @@ def _cifar_cnn(method: str, split: str) -> tuple[str, Run]:
 
 
 def _cell(table, row: str, column: str, split: str | None, result: str = "", run: Run | None = None,
-          unsupported: str = "", data: tuple = (), earlier: tuple[str, ...] = (), probe_at: tuple = ()) -> Claim:
+          unsupported: str = "", data: tuple = (), earlier: tuple[str, ...] = ()) -> Claim:
     """A table's cell; ``earlier``: reduced results read, in order, where ``result`` does not cover it (the first
-    holds its probes too); ``probe_at``: (variant, why, result) of a probe with a folder of its own."""
+    holds the method's :data:`PROBES` that run beside it)."""
     number = table[row, column]
     method = METHOD.get(row, "")
-    probe = None
-    if probe_at and not unsupported:
-        variant, why, where = probe_at
-        probe = Probe(where, accuracy(variant, split), Level(number), why)
-    elif method in PROBES and result and not unsupported:
-        variant, why = PROBES[method]
-        probe = Probe(earlier[0] if earlier else result, accuracy(variant, split), Level(number), why)
     id_ = f"ghbm-t{table.source.split()[-1]}-{method or slug(row)}-{slug(column)}"
     if not number.legible:
         unsupported = unsupported or "the paper's text copy lost this cell's number"
-    return Claim(id_, "GHBM", number.where, f"{row} reaches the paper's accuracy, {column}", Level(number),
-                 None if unsupported else accuracy(method, split), result, None if unsupported else run,
-                 unsupported=unsupported, probe=None if unsupported else probe, data=data, unit="%",
-                 earlier=() if unsupported else tuple((e, accuracy(method, split)) for e in earlier))
+    head = (id_, "GHBM", number.where, f"{row} reaches the paper's accuracy, {column}", Level(number))
+    if unsupported:
+        return Claim(*head, None, result, unsupported=unsupported, data=data, unit="%")
+    return Claim(*head, accuracy(method, split), result, run, data=data, unit="%",
+                 probe=_probe(method, split, number, data, earlier[0] if earlier else result),
+                 earlier=tuple((e, accuracy(method, split)) for e in earlier))
+
+
+def _probe(method: str, split: str | None, number, data: tuple, beside: str) -> Probe | None:
+    """``method``'s probe (:data:`PROBES`) on ``split``: read from its own Shakespeare folder, or from ``beside``."""
+    if method not in PROBES or not beside:
+        return None
+    variant, why, own_folder = PROBES[method]
+    if own_folder and data != ("shakespeare",):
+        return None
+    where = f"ghbm/shakespeare/probes/{variant}-{split}/ghbm-table2" if own_folder else beside
+    return Probe(where, accuracy(variant, split), Level(number), why)
 
 
 def _table2(row: str, column: str) -> Claim:
     if column.startswith("Shakespeare"):
         split, method = "noniid" if "non-IID" in column else "iid", METHOD[row]
-        probe_at = ()
-        if method in SHAKESPEARE_PROBES:
-            variant, why = SHAKESPEARE_PROBES[method]
-            probe_at = (variant, why, f"ghbm/shakespeare/probes/{variant}-{split}/ghbm-table2")
         earlier = (SHK, SHAKESPEARE_HISTORY[method]) if method in SHAKESPEARE_HISTORY else (SHK,)
         return _cell(paper.TABLE2, row, column, split, _shakespeare_result(method, split),
-                     _shakespeare_run(method, split), data=("shakespeare",), earlier=earlier, probe_at=probe_at)
+                     _shakespeare_run(method, split), data=("shakespeare",), earlier=earlier)
     return _cell(paper.TABLE2, row, column, None, unsupported=NO_RESNET if "ResNet" in column else NO_CIFAR100,
                  data=("cifar10",) if "ResNet" in column else ("cifar100",))
 
