@@ -418,21 +418,27 @@ if probe:
 # one seed (its command in its report), beside the five-seed means at the same rounds:
 
 # %%
-def curve_at(result, method, rounds=(10, 50, 100)):
-    """Mean over seeds of the test accuracy (%) at the evaluations of ``rounds``."""
+def five_seeds(method, split="noniid"):
+    """``method``'s committed five-seed Shakespeare row on ``split`` (None if not committed)."""
+    return committed(f"ghbm/shakespeare/runs/{method}-{split}/ghbm-table2")
+
+
+def window(result, method, lo=50, hi=100):
+    """Mean over seeds of the mean test accuracy (%) of a result's evaluations in rounds lo < t <= hi."""
     runs = [r for r in result["runs"] if r["method"] == method]
-    return [100 * np.mean([r["curve"]["accuracy"][r["curve"]["server_steps"].index(t)] for r in runs])
-            for t in rounds]
+    per_seed = [np.mean([a for t, a in zip(r["curve"]["server_steps"], r["curve"]["accuracy"]) if lo < t <= hi])
+                for r in runs]
+    return 100 * float(np.mean(per_seed)), len(per_seed)
 
 
 fedavgm_probe = committed("ghbm/shakespeare/probes/fedavgm-server-lr-1-noniid-100/ghbm-table2")
 if fedavgm_probe:
     print("test accuracy (%) at rounds 10 / 50 / 100, non-IID (ours)")
     for name, result, method in (
-            ("FedAvg, η = 1 (5 seeds)", committed("ghbm/shakespeare/runs/fedavg-noniid/ghbm-table2"), "fedavg"),
-            ("FedAvgM, η = 0.1 (5 seeds)", committed("ghbm/shakespeare/runs/fedavgm-noniid/ghbm-table2"), "fedavgm"),
+            ("FedAvg, η = 1 (5 seeds)", five_seeds("fedavg"), "fedavg"),
+            ("FedAvgM, η = 0.1 (5 seeds)", five_seeds("fedavgm"), "fedavgm"),
             ("FedAvgM, η = 1 (probe, 1 seed)", fedavgm_probe, "fedavgm")):
-        print(f"{name:<32}" + " / ".join(f"{a:5.1f}" for a in curve_at(result, method)))
+        print(f"{name:<32}" + " / ".join(f"{window(result, method, t - 1, t)[0]:5.1f}" for t in (10, 50, 100)))
 
 # %% [markdown]
 # What to notice: at η = 1 FedAvgM leads FedAvg from the first rounds on, as the paper's row (50.0 %, above FedAvg's
@@ -440,21 +446,23 @@ if fedavgm_probe:
 # the scoreboard's probe of this gap is the variant `fedavgm-server-lr-1` at the paper's 250 rounds, next.
 
 # %%
-def final_beside_paper(entries, probe_method, probe):
-    """Print each (name, method, paper's row)'s final accuracy on Shakespeare non-IID: its five-seed folder's, or
-    ``probe``'s for ``probe_method``; the paper's Table 2 cell beside it as a reference."""
-    print("mean test accuracy over the last 100 of 250 rounds, non-IID (ours; paper's Table 2 as reference)")
-    for name, method, row in entries:
-        result = probe if method == probe_method else committed(f"ghbm/shakespeare/runs/{method}-noniid/ghbm-table2")
-        ours = result["rows"][method]["noniid"]
-        print(f"{name:<28} {ours['mean']:5.1f} % ({len(ours['per_seed'])} seed(s))   paper's {row}: "
-              f"{ghbm_paper.TABLE2[row, 'Shakespeare non-IID'].printed} %")
+def final_beside_paper(entries, split="noniid"):
+    """Print each (name, result, row, paper's row)'s final accuracy on Shakespeare ``split``, the paper's Table 2
+    cell beside it as a reference; an entry whose result is not committed is left out."""
+    column = "Shakespeare non-IID" if split == "noniid" else "Shakespeare IID"
+    print(f"mean test accuracy over the last 100 of 250 rounds, {column} (ours; paper's Table 2 as reference)")
+    for name, result, row, paper_row in entries:
+        if result:
+            ours = result["rows"][row][split]
+            print(f"{name:<28} {ours['mean']:5.1f} % ({len(ours['per_seed'])} seed(s))   paper's {paper_row}: "
+                  f"{ghbm_paper.TABLE2[paper_row, column].printed} %")
 
 
 full = committed("ghbm/shakespeare/probes/fedavgm-server-lr-1-noniid/ghbm-table2")
 if full:
-    final_beside_paper((("FedAvg, η = 1", "fedavg", "FedAvg"), ("FedAvgM, η = 0.1 (Table 7)", "fedavgm", "FedAvgM"),
-                        ("FedAvgM, η = 1 (probe)", "fedavgm-server-lr-1", "FedAvgM")), "fedavgm-server-lr-1", full)
+    final_beside_paper((("FedAvg, η = 1", five_seeds("fedavg"), "fedavg", "FedAvg"),
+                        ("FedAvgM, η = 0.1 (Table 7)", five_seeds("fedavgm"), "fedavgm", "FedAvgM"),
+                        ("FedAvgM, η = 1 (probe)", full, "fedavgm-server-lr-1", "FedAvgM")))
 
 # %% [markdown]
 # What to notice: at the paper's 250 rounds the probe lands within the cell's rule of the paper's 50.0 %, about a
@@ -483,19 +491,10 @@ for table in (ghbm_paper.TABLE2, ghbm_paper.TABLE8):
 # mean over the same window (rounds 51–100):
 
 # %%
-def window(result, method, lo=50, hi=100):
-    """Mean over seeds of the mean test accuracy (%) of a result's evaluations in rounds lo < t <= hi."""
-    runs = [r for r in result["runs"] if r["method"] == method]
-    per_seed = [np.mean([a for t, a in zip(r["curve"]["server_steps"], r["curve"]["accuracy"]) if lo < t <= hi])
-                for r in runs]
-    return 100 * float(np.mean(per_seed)), len(per_seed)
-
-
 probe = committed("ghbm/shakespeare/probes/adabest-noniid-100/ghbm-table2")
 if probe:
-    for name, folder in (("AdaBest (β = 0.9)", "adabest-noniid"), ("FedDyn", "feddyn-noniid"),
-                         ("FedAvg", "fedavg-noniid")):
-        acc, n = window(committed(f"ghbm/shakespeare/runs/{folder}/ghbm-table2"), folder.rsplit("-", 1)[0])
+    for name, method in (("AdaBest (β = 0.9)", "adabest"), ("FedDyn", "feddyn"), ("FedAvg", "fedavg")):
+        acc, n = window(five_seeds(method), method)
         print(f"{name:<32} {acc:5.1f} % (ours, {n} seeds)")
     for name, method in (("AdaBest, β = 0 (probe)", "adabest"), ("adabest-code, β = 0.9 (probe)", "adabest-code")):
         acc, n = window(probe, method)
@@ -513,8 +512,9 @@ if probe:
 # %%
 full = committed("ghbm/shakespeare/probes/adabest-beta-0-noniid/ghbm-table2")
 if full:
-    final_beside_paper((("FedAvg", "fedavg", "FedAvg"), ("AdaBest, β = 0.9 (afl's)", "adabest", "AdaBest"),
-                        ("AdaBest, β = 0 (probe)", "adabest-beta-0", "AdaBest")), "adabest-beta-0", full)
+    final_beside_paper((("FedAvg", five_seeds("fedavg"), "fedavg", "FedAvg"),
+                        ("AdaBest, β = 0.9 (afl's)", five_seeds("adabest"), "adabest", "AdaBest"),
+                        ("AdaBest, β = 0 (probe)", full, "adabest-beta-0", "AdaBest")))
 
 # %% [markdown]
 # What to notice: with no server extrapolation AdaBest lands on the paper's AdaBest number, a little below afl's

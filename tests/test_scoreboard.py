@@ -180,6 +180,27 @@ def test_a_method_the_one_seed_table_lacks_reads_its_one_seed_history_run(tmp_pa
     assert row["afl"]["value"] == pytest.approx(2.5)      # x, m and c down, the full gradient and Delta up: 5 / 2
 
 
+def test_fedcms_shakespeare_probe_reads_ghbm_at_tau_1_only(tmp_path):
+    """FedCM's and FedADC's Shakespeare rows are labelled "GHBM tau = 1": their probe reads GHBM's runs at tau = 1
+    in its own folder, and a GHBM run at another tau there is not that probe."""
+    shk = "results/ghbm/shakespeare"
+    (tmp_path / shk / "probes/ghbm-tau-1-noniid").mkdir(parents=True)
+    (tmp_path / shk / "ghbm-table2.json").write_text((ROOT / shk / "ghbm-table2.json").read_text())
+    probe = json.loads((ROOT / shk / "runs/ghbm-noniid/ghbm-table2.json").read_text())
+    assert {r["tau"] for r in probe["runs"]} == {10}
+    (tmp_path / shk / "probes/ghbm-tau-1-noniid/ghbm-table2.json").write_text(json.dumps(probe))
+    for method in ("fedcm", "fedadc"):
+        row = _verdicts(tmp_path)[f"ghbm-t2-{method}-shakespeare-non-iid"]
+        assert row["status"] == c.OPEN and row["probe"]["judgement"].startswith("not run")   # tau = 10 is not it
+    for r in probe["runs"]:
+        r["tau"], r["final"] = 1, 0.490 + 0.001 * r["seed"]
+    (tmp_path / shk / "probes/ghbm-tau-1-noniid/ghbm-table2.json").write_text(json.dumps(probe))
+    for method in ("fedcm", "fedadc"):
+        row = _verdicts(tmp_path)[f"ghbm-t2-{method}-shakespeare-non-iid"]
+        assert row["status"] == c.EXPLAINED and row["probe"]["judgement"] == c.HOLDS
+        assert row["probe"]["afl"].startswith("49.2 %")
+
+
 def test_the_baselines_beyond_the_papers_quote_their_abstracts_and_read_the_async_family():
     from afl.papers import beyond
     statements = [v for v in vars(beyond).values() if isinstance(v, c.Statement)]

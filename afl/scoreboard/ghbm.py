@@ -14,20 +14,28 @@ NO_RESNET = ("afl's GHBM experiment has no ResNet-20 setting (Table 7's ResNet-2
 NO_CIFAR100 = "afl's GHBM experiment has no CIFAR-100 task, and no CIFAR-100 copy is here"
 LARGE_SCALE = ("afl has neither the data (GLDv2, iNaturalist, StackOverflow) nor the pretrained models "
                "(MobileNetV2, ViT-B/16) of the paper's large-scale settings")
-#: the variant of a method whose number explains a difference, with why, and whether it has a Shakespeare folder of
-#: its own (``results/ghbm/shakespeare/probes/<variant>-<split>/``) or runs beside the method in the same result
+_CODE_SCALE = "the authors' code scales the momentum by C where the text does not"
+_FEDCM_TAU_1 = ("the paper labels its FedCM and FedADC rows 'GHBM tau = 1' and their Shakespeare numbers are equal to "
+                "the decimal; GHBM with tau = 1 at the GHBM family's rates (eta = eta_l = 1, beta = 0.9: ours, Table 7 "
+                "marks none) is that reading, where afl's FedCM at Table 7's eta = 0.1 stays near 26 % and at eta = 1 "
+                "(fedcm-server-lr-1) reaches 45.8 %")
+#: (method, dataset) -> (variant, why, folder): the variant whose number explains a difference (``"ghbm tau=1"``:
+#: GHBM at that tau), with why; ``folder``: its Shakespeare probe's own (``results/ghbm/shakespeare/probes/
+#: <folder>-<split>/``), or "" where it runs beside the method in the same result
 PROBES = {
-    "fedcm": ("fedcm-server-lr-1", "at Table 7's η = 0.1 FedCM's step is a convex mix of displacements with no "
-              "1/(1 − β) gain, a tenth of FedAvg's; with η = 1 (fedcm-server-lr-1) it learns", False),
-    "localghbm": ("localghbm-code-scale", "the authors' code scales the momentum by C where the text does not", False),
-    "fedhbm": ("fedhbm-code-scale", "the authors' code scales the momentum by C where the text does not", False),
-    "adabest": ("adabest-beta-0", "the paper states no server beta, and its AdaBest rows equal FedAvg's on every CNN "
-                "and LSTM column; with beta = 0 (no server extrapolation) afl's AdaBest ends beside FedAvg, a little "
-                "below it (100-round probe: results/ghbm/shakespeare/probes/adabest-noniid-100)", True),
-    "fedavgm": ("fedavgm-server-lr-1", "at Table 7's eta = 0.1 FedAvgM trails FedAvg at every round; with eta = 1 "
-                "(beta = 0.9) it leads FedAvg from round 10 on (100-round probe: "
-                "results/ghbm/shakespeare/probes/fedavgm-server-lr-1-noniid-100), as the paper's row does", True),
-}
+    ("fedcm", "cifar10"): ("fedcm-server-lr-1", "at Table 7's η = 0.1 FedCM's step is a convex mix of displacements "
+                           "with no 1/(1 − β) gain, a tenth of FedAvg's; with η = 1 (fedcm-server-lr-1) it learns", ""),
+    ("fedcm", "shakespeare"): ("ghbm tau=1", _FEDCM_TAU_1, "ghbm-tau-1"),
+    ("fedadc", "shakespeare"): ("ghbm tau=1", _FEDCM_TAU_1, "ghbm-tau-1"),
+    ("adabest", "shakespeare"): ("adabest-beta-0", "the paper states no server beta, and its AdaBest rows equal "
+                                 "FedAvg's on every CNN and LSTM column; with beta = 0 (no server extrapolation) afl's "
+                                 "AdaBest ends beside FedAvg, a little below it (100-round probe: "
+                                 "results/ghbm/shakespeare/probes/adabest-noniid-100)", "adabest-beta-0"),
+    ("fedavgm", "shakespeare"): ("fedavgm-server-lr-1", "at Table 7's eta = 0.1 FedAvgM trails FedAvg at every round; "
+                                 "with eta = 1 (beta = 0.9) it leads FedAvg from round 10 on (100-round probe: "
+                                 "results/ghbm/shakespeare/probes/fedavgm-server-lr-1-noniid-100), as the paper's row "
+                                 "does", "fedavgm-server-lr-1"),
+} | {(m, d): (f"{m}-code-scale", _CODE_SCALE, "") for m in ("localghbm", "fedhbm") for d in ("cifar10", "shakespeare")}
 #: one-seed runs at the paper's Shakespeare protocol of methods the five-seed table :data:`SHK` does not hold, read
 #: where no five-seed folder is committed (``results/ghbm/shakespeare/history/``)
 SHAKESPEARE_HISTORY = {method: f"ghbm/shakespeare/history/250-rounds-{folder}/ghbm-table2" for method, folder in
@@ -85,14 +93,13 @@ def _cell(table, row: str, column: str, split: str | None, result: str = "", run
 
 
 def _probe(method: str, split: str | None, number, data: tuple, beside: str) -> Probe | None:
-    """``method``'s probe (:data:`PROBES`) on ``split``: read from its own Shakespeare folder, or from ``beside``."""
-    if method not in PROBES or not beside:
+    """``method``'s probe (:data:`PROBES`) on ``split`` of ``data``: read from its own folder, or from ``beside``."""
+    if (method, data[0] if data else "") not in PROBES or not beside:
         return None
-    variant, why, own_folder = PROBES[method]
-    if own_folder and data != ("shakespeare",):
-        return None
-    where = f"ghbm/shakespeare/probes/{variant}-{split}/ghbm-table2" if own_folder else beside
-    return Probe(where, accuracy(variant, split), Level(number), why)
+    variant, why, folder = PROBES[method, data[0]]
+    name, _, tau = variant.partition(" tau=")
+    where = f"ghbm/shakespeare/probes/{folder}-{split}/ghbm-table2" if folder else beside
+    return Probe(where, accuracy(name, split, int(tau) if tau else None), Level(number), why)
 
 
 def _table2(row: str, column: str) -> Claim:
