@@ -94,9 +94,10 @@ def _cell(table, row: str, column: str, split: str | None, result: str = "", run
 
 def _probe(method: str, split: str | None, number, data: tuple, beside: str) -> Probe | None:
     """``method``'s probe (:data:`PROBES`) on ``split`` of ``data``: read from its own folder, or from ``beside``."""
-    if (method, data[0] if data else "") not in PROBES or not beside:
+    key = (method, data[0] if data else "")
+    if key not in PROBES or not beside:
         return None
-    variant, why, folder = PROBES[method, data[0]]
+    variant, why, folder = PROBES[key]
     name, _, tau = variant.partition(" tau=")
     where = f"ghbm/shakespeare/probes/{folder}-{split}/ghbm-table2" if folder else beside
     return Probe(where, accuracy(name, split, int(tau) if tau else None), Level(number), why)
