@@ -3,7 +3,6 @@ the static buffers), so that what a call passes through them -- inputs, the hook
 keys that say two calls are the same computation -- is checked here; the CUDA tests replay real graphs."""
 import pytest
 import torch
-from torch import nn
 
 from afl.algorithms import make_federation, run_algorithm
 from afl.algorithms.rounds import Drift

@@ -3,7 +3,6 @@
 setting accepts is stopped where the output folder would be created, after every check (the work estimate too:
 a huge value is refused by name unless --allow-large)."""
 import dataclasses
-import math
 import re
 
 import pytest

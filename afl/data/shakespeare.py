@@ -57,7 +57,7 @@ def split_into_roles(text: str, last_line: int | None = _LAST_PLAY_LINE) -> tupl
     ``last_line`` is LEAF's end-of-plays line (``None`` reads to the end; used for small test texts).
     """
     lines = text.splitlines(True)[1:]
-    hits = [i for i, l in enumerate(lines) if "by William Shakespeare" in l]
+    hits = [i for i, line in enumerate(lines) if "by William Shakespeare" in line]
     start = hits[1] - 5 if len(hits) >= 2 else 0   # skip the contents and the sonnets
     lines = lines[start:]
     stop = len(lines) if last_line is None else min(len(lines), last_line - start + 1)
