@@ -113,9 +113,25 @@ def test_one_seed_or_a_reduced_field_is_never_reproduced(tmp_path):
 
 def test_a_wide_interval_does_not_hold_an_effect(tmp_path):
     runs = _table(3, favas=0.95, fedavg=0.90)
-    runs[("favas", "iid", 1)] = 0.85                                     # one seed reverses the ordering
+    runs[("favas", "iid", 1)] = runs[("favas-normalized", "iid", 1)] = 0.85      # one seed reverses the ordering
     row = _verdicts(_repo(tmp_path, runs))["favas-beats-fedavg-iid"]
     assert row["afl"]["value"] > 0 and row["afl"]["low"] < 0 and row["status"] == c.OPEN
+    assert row["probe"]["judgement"] == c.FAILS                           # its probe has the same wide interval
+
+
+def test_a_comparison_reads_its_methods_as_their_cells_probes_do(tmp_path):
+    """FAVAS beats FedAvg: where FAVAS as written (1/alpha) fails the paper's gain, its probe is the same
+    comparison with FAVAS read as its cells' probe variant (favas-normalized), FedAvg as it is."""
+    held = _verdicts(_repo(tmp_path / "held", _table(10, favas=0.913, fedavg=0.944, normalized=0.962)))
+    row = held["favas-beats-fedavg-iid"]
+    assert row["afl"]["value"] == pytest.approx(-3.1, abs=0.05) and row["status"] == c.EXPLAINED
+    assert row["probe"]["judgement"] == c.HOLDS and row["probe"]["afl"].startswith("1.8 points")
+    failed = _verdicts(_repo(tmp_path / "failed", _table(10, favas=0.913, fedavg=0.944, normalized=0.945)))
+    assert failed["favas-beats-fedavg-iid"]["status"] == c.OPEN             # +0.1 is not half the paper's +1.7
+    assert failed["favas-beats-fedavg-iid"]["probe"]["judgement"] == c.FAILS
+    reproduced = _verdicts(_repo(tmp_path / "reproduced", _table(10, favas=0.951, fedavg=0.934, normalized=0.90)))
+    assert reproduced["favas-beats-fedavg-iid"]["status"] == c.REPRODUCED   # a probe is read only where a claim fails
+    assert reproduced["favas-beats-fedavg-iid"]["probe"] is None
 
 
 def test_a_probe_explains_only_where_its_own_rule_holds(tmp_path):

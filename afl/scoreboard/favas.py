@@ -44,12 +44,18 @@ def _level(row: str, column: str) -> Claim:
 
 
 def _effect(id_: str, statement, text: str, a: str, b: str, col_a: str, col_b: str | None = None) -> Claim:
-    """``a`` beats ``b`` (Table 2's rows, on ``col_a`` and ``col_b``) by the table's difference, seed by seed."""
+    """``a`` beats ``b`` (Table 2's rows, on ``col_a`` and ``col_b``) by the table's difference, seed by seed; its
+    probe, where either method has one, is the same comparison with each such method read as its cells' probe
+    variant (:data:`PROBES`)."""
     col_b = col_b or col_a
     diff = paper.TABLE2[a, col_a].value - paper.TABLE2[b, col_b].value
     shown = f"{diff:+.1f} points ({paper.TABLE2[a, col_a].printed} against {paper.TABLE2[b, col_b].printed} %)"
-    return Claim.stated(id_, statement, text, Effect(diff, shown), gain(ROWS[a], ROWS[b], SPLITS[col_a], SPLITS[col_b]),
-                        T2, RUN, data=("mnist",), unit="points")
+    rule, (ma, mb), (sa, sb) = Effect(diff, shown), (ROWS[a], ROWS[b]), (SPLITS[col_a], SPLITS[col_b])
+    probed = [m for m in dict.fromkeys((ma, mb)) if m in PROBES]
+    probe = Probe(T2, gain(PROBES.get(ma, (ma,))[0], PROBES.get(mb, (mb,))[0], sa, sb), rule,
+                  "; ".join(PROBES[m][1] for m in probed)) if probed else None
+    return Claim.stated(id_, statement, text, rule, gain(ma, mb, sa, sb), T2, RUN, probe=probe, data=("mnist",),
+                        unit="points")
 
 
 def _figure3(id_: str, experiment: str, text: str, a: str, b: str, data: str, statement) -> Claim:
