@@ -419,3 +419,18 @@ def test_any_afl_command_turns_an_unexpected_error_into_one_line(monkeypatch, ca
     monkeypatch.setenv("AFL_TRACEBACK", "1")
     with pytest.raises(TypeError):
         main(["report"])
+
+
+def test_a_qafel_cell_reads_its_rows_paper_protocol_run_where_committed(tmp_path):
+    """QAFeL's Table 1 cells read a row's own run at the paper's protocol (table1/paper/<method>) where it is
+    committed, else the 2,500-user table: FedBuff's from its paper run, 4/4 QAFeL's (no paper run) from the other."""
+    for folder in ("table1/2500-users", "table1/paper/fedbuff"):
+        (tmp_path / f"results/qafel/{folder}").mkdir(parents=True)
+        (tmp_path / f"results/qafel/{folder}/qafel-table1.json").write_text(
+            (ROOT / f"results/qafel/{folder}/qafel-table1.json").read_text())
+    v = _verdicts(tmp_path)
+    fedbuff, qafel = v["qafel-t1-fedbuff-uploads"], v["qafel-t1-qafel_c4_s4-uploads"]
+    assert fedbuff["result"] == "results/qafel/table1/paper/fedbuff/qafel-table1.json"
+    assert fedbuff["scale"]["fields"] == {} and fedbuff["afl"]["seeds"] == 3      # the paper's setting but its data
+    assert v["qafel-t1-fedbuff-kb_per_upload"]["result"] == fedbuff["result"]
+    assert qafel["result"] == "results/qafel/table1/2500-users/qafel-table1.json" and qafel["scale"]["fields"]

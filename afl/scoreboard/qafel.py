@@ -1,8 +1,9 @@
 """QAFeL's claims bound to afl's results: every cell of Tables 1 and 2 (uploads to the target as levels, message
 sizes as exact counts) and the numbers Sec. 4 and App. E state for Figs 3 and 4, seed by seed.
 
-A claim reads the most paper-like committed result that holds every row it needs: the 2,500-user Table 1
-(``table1/2500-users``, the paper's users) where it does, else the quick Table 1 (300 users)."""
+A claim reads the most paper-like committed result that holds every row it needs: a row's own run at the paper's
+protocol (``table1/paper/<method>``: 2,500 users, the 85 % target, 150,000 uploads at most) where it is committed,
+then the 2,500-user Table 1 (``table1/2500-users``) where it holds the row, else the quick Table 1 (300 users)."""
 from ..claims import (Claim, Constant, Effect, Exact, GeoMean, Level, Mean, Number, Over, Pooled, Range, Run, Runs,
                       Times)
 from ..papers import qafel as paper
@@ -48,17 +49,21 @@ def _run(experiment: str, method: str) -> Run:
 
 
 def _cells(table, rows: dict, result_of, experiment: str) -> list[Claim]:
+    """Each row's uploads (a level) and message sizes (exact): read from the row's paper-protocol run
+    (:func:`_run`'s folder) where committed, else from ``result_of(method)``."""
     out = []
     for row, method in rows.items():
-        result, run = result_of(method), _run(experiment, method)
+        run = _run(experiment, method)
+        result = f"{run.out.removeprefix('results/')}/{experiment}"
         n = table[row, UPLOADS]
+        measure = Mean(uploads(method))
         out.append(Claim(f"qafel-t{experiment[-1]}-{method}-uploads", "QAFeL", n.where,
-                         f"{row} needs the paper's uploads to the target", Level(n), Mean(uploads(method)), result, run,
-                         data=DATA, unit="k uploads"))
+                         f"{row} needs the paper's uploads to the target", Level(n), measure, result, run,
+                         earlier=((result_of(method), measure),), data=DATA, unit="k uploads"))
         for column, field in ((KB_UP, "kb_per_upload"), (KB_DOWN, "kb_per_download")):
-            n = table[row, column]
+            n, measure = table[row, column], Constant(Runs(where(method), (field,)))
             out.append(Claim(f"qafel-t{experiment[-1]}-{method}-{field}", "QAFeL", n.where, f"{row}: {column} as the "
-                             "paper's", Exact(n, 3), Constant(Runs(where(method), (field,))), result, run,
+                             "paper's", Exact(n, 3), measure, result, run, earlier=((result_of(method), measure),),
                              data=DATA, unit="kB", digits=3))
     return out
 
