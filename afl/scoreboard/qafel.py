@@ -2,8 +2,9 @@
 sizes as exact counts) and the numbers Sec. 4 and App. E state for Figs 3 and 4, seed by seed.
 
 A claim reads the most paper-like committed result that holds every row it needs: a row's own run at the paper's
-protocol (``table1/paper/<method>``: 2,500 users, the 85 % target, 150,000 uploads at most) where it is committed,
-then the 2,500-user Table 1 (``table1/2500-users``) where it holds the row, else the quick Table 1 (300 users)."""
+protocol (``table1/paper/<method>``, ``table2/paper/<method>``: 2,500 users, the 85 % target, 150,000 uploads at
+most) where it is committed, then the 2,500-user Table 1 (``table1/2500-users``) where it holds the row, else the
+quick Table 1 (300 users)."""
 from ..claims import (Claim, Constant, Effect, Exact, GeoMean, Level, Mean, Number, Over, Pooled, Range, Run, Runs,
                       Times)
 from ..papers import qafel as paper
