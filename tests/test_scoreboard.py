@@ -434,3 +434,21 @@ def test_a_qafel_cell_reads_its_rows_paper_protocol_run_where_committed(tmp_path
     assert fedbuff["scale"]["fields"] == {} and fedbuff["afl"]["seeds"] == 3      # the paper's setting but its data
     assert v["qafel-t1-fedbuff-kb_per_upload"]["result"] == fedbuff["result"]
     assert qafel["result"] == "results/qafel/table1/2500-users/qafel-table1.json" and qafel["scale"]["fields"]
+
+
+def test_qafel_claims_between_rows_read_the_merged_paper_table_only_where_it_holds_their_rows(tmp_path):
+    """The merged paper-protocol Table 1 (table1/paper, FedBuff and 4/4 QAFeL): FedBuff against 4/4 reads it; 2/2
+    against FedBuff (2/2 not in it) reads the 2,500-user table; a claim on every QAFeL row is not judged on the one
+    row it holds: it reads the quick table, which holds them all."""
+    for name in ("qafel-table1", "2500-users/qafel-table1", "paper/qafel-table1", "paper/fedbuff/qafel-table1",
+                 "paper/qafel_c4_s4/qafel-table1"):
+        path = tmp_path / f"results/qafel/table1/{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text((ROOT / f"results/qafel/table1/{name}.json").read_text())
+    v = _verdicts(tmp_path)
+    assert v["qafel-fig4-same-speed-7x"]["result"] == "results/qafel/table1/paper/qafel-table1.json"
+    assert v["qafel-fig4-same-speed-7x"]["scale"]["fields"] == {}
+    assert v["qafel-2-2-more-uploads"]["result"] == "results/qafel/table1/2500-users/qafel-table1.json"
+    for claim in ("qafel-fig4-saves-upload", "qafel-fig4-saves-broadcast"):
+        assert v[claim]["result"] == "results/qafel/table1/qafel-table1.json"
+        assert "not in the result" not in v[claim]["afl"]["text"]

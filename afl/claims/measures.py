@@ -316,11 +316,13 @@ class GeoMean:
 @dataclass(frozen=True)
 class Pooled:
     """Several settings' series side by side (a range claim judges every value, seed by seed): the geometric
-    (``geometric``) or plain mean over all of them, the values of each."""
+    (``geometric``) or plain mean over all of them, the values of each. A result lacking some settings is judged on
+    those it holds, which are named; with ``every``, it does not cover the claim (the claim reads its earlier result)."""
 
     parts: tuple
     labels: tuple
     geometric: bool = True
+    every: bool = False
 
     def of(self, result: Result) -> Measured:
         series, labels, missing = [], [], []
@@ -330,8 +332,8 @@ class Pooled:
                 labels.append(label)
             except NotCovered:
                 missing.append(label)
-        if not series:
-            raise NotCovered(result.file, "any of " + ", ".join(self.labels))
+        if not series or missing and self.every:
+            raise NotCovered(result.file, ("every one" if series else "any") + " of " + ", ".join(self.labels))
         values = [v for s in series for v in s.values]
         if self.geometric and any(v <= 0 for v in values):
             raise BadResult(result.file, self.text, "values > 0")
