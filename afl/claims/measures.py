@@ -317,7 +317,7 @@ class GeoMean:
 class Pooled:
     """Several settings' series side by side (a range claim judges every value, seed by seed): the geometric
     (``geometric``) or plain mean over all of them, the values of each. A result lacking some settings is judged on
-    those it holds, which are named; with ``every``, it does not cover the claim (the claim reads its earlier result)."""
+    those it holds, which are named; with ``every``, it does not cover the claim (which reads its earlier result)."""
 
     parts: tuple
     labels: tuple
