@@ -542,13 +542,19 @@ if full:
 # --set methods=ghbm --set taus=1`), beside the one-seed table's FedCM and FedADC and GHBM's five seeds at τ = 10:
 
 # %%
-tau1 = committed("ghbm/shakespeare/probes/ghbm-tau-1-noniid/ghbm-table2")
-if tau1:
+def fedcm_readings(tau1, tau10, tau10_name, split="noniid"):
+    """The paper's FedCM / FedADC cell on ``split`` beside its readings: the one-seed table's FedCM (η = 0.1 and 1)
+    and FedADC, the GHBM τ = 1 probe ``tau1`` and GHBM at τ = 10 (``tau10``, shown as ``tau10_name``)."""
     final_beside_paper((("FedCM, η = 0.1 (Table 7)", shakespeare, "fedcm", "FedCM (GHBM τ=1)"),
                         ("FedCM, η = 1", shakespeare, "fedcm-server-lr-1", "FedCM (GHBM τ=1)"),
                         ("FedADC, η = 1", shakespeare, "fedadc", "FedADC (GHBM τ=1)"),
                         ("GHBM, τ = 1 (probe)", tau1, "ghbm tau=1", "FedCM (GHBM τ=1)"),
-                        ("GHBM, τ = 10", five_seeds("ghbm"), "ghbm tau=10", None)))
+                        (tau10_name, tau10, "ghbm tau=10", None)), split)
+
+
+tau1 = committed("ghbm/shakespeare/probes/ghbm-tau-1-noniid/ghbm-table2")
+if tau1:
+    fedcm_readings(tau1, five_seeds("ghbm"), "GHBM, τ = 10")
 
 # %% [markdown]
 # What to notice: read literally, the label overshoots. GHBM with τ = 1 ends where GHBM with τ = 10 does, about three
@@ -563,11 +569,7 @@ if tau1:
 # %%
 tau1_iid = committed("ghbm/shakespeare/probes/ghbm-tau-1-iid/ghbm-table2")
 if tau1_iid:
-    final_beside_paper((("FedCM, η = 0.1 (Table 7)", shakespeare, "fedcm", "FedCM (GHBM τ=1)"),
-                        ("FedCM, η = 1", shakespeare, "fedcm-server-lr-1", "FedCM (GHBM τ=1)"),
-                        ("FedADC, η = 1", shakespeare, "fedadc", "FedADC (GHBM τ=1)"),
-                        ("GHBM, τ = 1 (probe)", tau1_iid, "ghbm tau=1", "FedCM (GHBM τ=1)"),
-                        ("GHBM, τ = 10 (one seed)", shakespeare, "ghbm tau=10", None)), split="iid")
+    fedcm_readings(tau1_iid, shakespeare, "GHBM, τ = 10 (one seed)", split="iid")
 
 # %% [markdown]
 # What to notice: the IID split repeats the non-IID story. GHBM with τ = 1 ends near two points above the paper's
