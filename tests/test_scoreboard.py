@@ -442,9 +442,14 @@ def test_qafel_claims_between_rows_read_the_merged_paper_table_only_where_it_hol
     row it holds: it reads the quick table, which holds them all."""
     for name in ("qafel-table1", "2500-users/qafel-table1", "paper/qafel-table1", "paper/fedbuff/qafel-table1",
                  "paper/qafel_c4_s4/qafel-table1"):
+        result = json.loads((ROOT / f"results/qafel/table1/{name}.json").read_text())
+        if name == "paper/qafel-table1":                     # the merged table as it was with two rows
+            rows = ("fedbuff", "qafel_c4_s4")
+            result["runs"] = [r for r in result["runs"] if r["method"] in rows]
+            result["config"]["methods"] = list(rows)
         path = tmp_path / f"results/qafel/table1/{name}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text((ROOT / f"results/qafel/table1/{name}.json").read_text())
+        path.write_text(json.dumps(result))
     v = _verdicts(tmp_path)
     assert v["qafel-fig4-same-speed-7x"]["result"] == "results/qafel/table1/paper/qafel-table1.json"
     assert v["qafel-fig4-same-speed-7x"]["scale"]["fields"] == {}
