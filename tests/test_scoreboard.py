@@ -421,13 +421,23 @@ def test_any_afl_command_turns_an_unexpected_error_into_one_line(monkeypatch, ca
         main(["report"])
 
 
+def _qafel_table1(root, *names, rows=None):
+    """Copy the committed QAFeL Table 1 results ``names`` (paths under results/qafel/table1, no .json) into ``root``,
+    keeping only the runs of ``rows`` where given."""
+    for name in names:
+        result = json.loads((ROOT / f"results/qafel/table1/{name}.json").read_text())
+        if rows is not None:
+            result["runs"] = [r for r in result["runs"] if r["method"] in rows]
+            result["config"]["methods"] = list(rows)
+        path = root / f"results/qafel/table1/{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result))
+
+
 def test_a_qafel_cell_reads_its_rows_paper_protocol_run_where_committed(tmp_path):
     """QAFeL's Table 1 cells read a row's own run at the paper's protocol (table1/paper/<method>) where it is
     committed, else the 2,500-user table: FedBuff's from its paper run, 4/4 QAFeL's (no paper run) from the other."""
-    for folder in ("table1/2500-users", "table1/paper/fedbuff"):
-        (tmp_path / f"results/qafel/{folder}").mkdir(parents=True)
-        (tmp_path / f"results/qafel/{folder}/qafel-table1.json").write_text(
-            (ROOT / f"results/qafel/{folder}/qafel-table1.json").read_text())
+    _qafel_table1(tmp_path, "2500-users/qafel-table1", "paper/fedbuff/qafel-table1")
     v = _verdicts(tmp_path)
     fedbuff, qafel = v["qafel-t1-fedbuff-uploads"], v["qafel-t1-qafel_c4_s4-uploads"]
     assert fedbuff["result"] == "results/qafel/table1/paper/fedbuff/qafel-table1.json"
@@ -440,16 +450,9 @@ def test_qafel_claims_between_rows_read_the_merged_paper_table_only_where_it_hol
     """The merged paper-protocol Table 1 (table1/paper, FedBuff and 4/4 QAFeL): FedBuff against 4/4 reads it; 2/2
     against FedBuff (2/2 not in it) reads the 2,500-user table; a claim on every QAFeL row is not judged on the one
     row it holds: it reads the quick table, which holds them all."""
-    for name in ("qafel-table1", "2500-users/qafel-table1", "paper/qafel-table1", "paper/fedbuff/qafel-table1",
-                 "paper/qafel_c4_s4/qafel-table1"):
-        result = json.loads((ROOT / f"results/qafel/table1/{name}.json").read_text())
-        if name == "paper/qafel-table1":                     # the merged table as it was with two rows
-            rows = ("fedbuff", "qafel_c4_s4")
-            result["runs"] = [r for r in result["runs"] if r["method"] in rows]
-            result["config"]["methods"] = list(rows)
-        path = tmp_path / f"results/qafel/table1/{name}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result))
+    _qafel_table1(tmp_path, "qafel-table1", "2500-users/qafel-table1", "paper/fedbuff/qafel-table1",
+                  "paper/qafel_c4_s4/qafel-table1")
+    _qafel_table1(tmp_path, "paper/qafel-table1", rows=("fedbuff", "qafel_c4_s4"))   # the merged table with two rows
     v = _verdicts(tmp_path)
     assert v["qafel-fig4-same-speed-7x"]["result"] == "results/qafel/table1/paper/qafel-table1.json"
     assert v["qafel-fig4-same-speed-7x"]["scale"]["fields"] == {}
