@@ -2,7 +2,8 @@
 machine, and a runner for a job with a time limit (a Slurm allocation, a Colab session, a spot instance).
 
 A **job** is the exact ``afl repro`` invocation that decides one or more claims the scoreboard shows as *not run*
-or decided at *reduced* scale (:mod:`afl.scoreboard`): the claims' own paper-scale run. Jobs deciding a paper's
+or decided at *reduced* scale (:mod:`afl.scoreboard`): the claims' own paper-scale run, or for a claim whose result
+is merged from several runs the first of them not yet committed (:func:`wanting`). Jobs deciding a paper's
 headline claim come first (``HEADLINE`` of each binding module), then the rest by claims decided per client step.
 A job's client steps are the bound afl checks a command's work with (:func:`afl.repro.estimate`: an asynchronous
 run's clients training without a pause until its horizon, so *at most*); its minutes on a kind of machine are its
@@ -53,9 +54,7 @@ class Job:
     @property
     def dest(self) -> str:
         """Its folder under ``results/`` (the claims' result lives there)."""
-        return (self.run.out or canonical_out(self.run.experiment,
-                                              **dict(o for o in self.run.overrides if o[0] == "dataset"))
-                ).removeprefix("results/")
+        return dest(self.run)
 
     @property
     def name(self) -> str:
@@ -98,6 +97,18 @@ class Job:
         return lookup(rates, (self.run.experiment, models[0] if len(models) == 1 else models), machine)
 
 
+def dest(run: Run) -> str:
+    """The folder under ``results/`` that ``run`` writes."""
+    return (run.out or canonical_out(run.experiment, **dict(o for o in run.overrides if o[0] == "dataset"))
+            ).removeprefix("results/")
+
+
+def wanting(claim, results: Results) -> Run:
+    """The run a claim waits for: the first of its ``run`` and ``needs`` (the runs its result is merged from)
+    whose result is not committed; its own ``run`` where all are."""
+    return next((r for r in (claim.run, *claim.needs) if not results.has(f"{dest(r)}/{r.experiment}")), claim.run)
+
+
 def jobs(root: Path) -> list[Job]:
     """Every job the scoreboard at ``root`` asks for, in the plan's order."""
     results = Results(Path(root))
@@ -108,9 +119,9 @@ def jobs(root: Path) -> list[Job]:
                 continue
             row = verdict(claim, results)
             if row["status"] == NOT_RUN:
-                found.setdefault(claim.run, []).append((claim.id, "not run"))
+                found.setdefault(wanting(claim, results), []).append((claim.id, "not run"))
             elif row["scale"]["rerun_lifts"]:          # reduced only by its data: no rerun lifts it, no job
-                found.setdefault(claim.run, []).append((claim.id, "reduced"))
+                found.setdefault(wanting(claim, results), []).append((claim.id, "reduced"))
     out = [Job(run, tuple(c for c, _ in rows), any(c in HEADLINE for c, _ in rows), tuple(w for _, w in rows))
            for run, rows in found.items()]
     steps = {job: job.work().cost for job in out}
@@ -303,5 +314,5 @@ def write_report(reports: list[dict], path: Path) -> None:
     Path(path).write_text(json.dumps(reports, indent=1) + "\n")
 
 
-__all__ = ["Job", "jobs", "row", "listing", "find", "run", "archive", "unpack_results", "done", "write_report",
-           "MIN_START_S"]
+__all__ = ["Job", "dest", "wanting", "jobs", "row", "listing", "find", "run", "archive", "unpack_results", "done",
+           "write_report", "MIN_START_S"]

@@ -31,7 +31,7 @@ def jobs():
 # -- the plan ---------------------------------------------------------------------------------------------------------
 def test_the_plan_holds_every_claim_not_run_or_reduced_headline_first(jobs):
     """Each claim the board shows as not run (afl can compute it) or decided at a scale its command can lift (a
-    field or fewer seeds than the paper's) is in exactly one job, the claim's own run; no other claim is -- one
+    field or fewer seeds than the paper's) is in exactly one job, the run it waits for; no other claim is -- one
     reduced only by its data (a substitute afl has in place of the paper's) is none; the jobs deciding a headline
     claim come first."""
     results = Results(ROOT)
@@ -44,7 +44,7 @@ def test_the_plan_holds_every_claim_not_run_or_reduced_headline_first(jobs):
             scale = row.get("scale") or {}
             fewer = bool(scale.get("paper_seeds")) and scale["seeds"] < scale["paper_seeds"]
             if row["status"] == "not run" or (scale.get("reduced") and (scale["fields"] or fewer)):
-                wanted.add((c.id, c.run))
+                wanted.add((c.id, plan.wanting(c, results)))
             elif scale.get("reduced"):
                 other_data.add(c.id)
     assert {(c, j.run) for j in jobs for c in j.claims} == wanted
@@ -69,6 +69,23 @@ def test_a_jobs_cost_is_its_estimate_over_a_measured_rate_with_its_source(jobs):
     for job in jobs[:12]:
         for cost in plan.row(job, measured, 24)["minutes"].values():
             assert cost is None or (ROOT / cost["source"]).is_file()
+
+
+def test_a_claim_between_rows_run_apart_is_listed_under_the_row_it_waits_for(tmp_path):
+    """A QAFeL claim between Table 1's 2/8 and 4/8 rows is listed under 2/8's paper-protocol run while none is
+    committed, and under 4/8's once 2/8's is: never under a job that is finished."""
+    claim = next(c for claims in papers().values() for c in claims if c.id == "qafel-more-uploads-s8")
+    rows = [r.out.rsplit("/", 1)[1] for r in (claim.run, *claim.needs)]
+    assert rows == ["qafel_c2_s8", "qafel_c4_s8"]
+
+    def listed():
+        return [j.name for j in plan.jobs(tmp_path) if claim.id in j.claims]
+
+    assert listed() == ["qafel-table1-paper-qafel_c2_s8"]
+    done = tmp_path / "results/qafel/table1/paper/qafel_c2_s8/qafel-table1.json"
+    done.parent.mkdir(parents=True)
+    done.write_text((ROOT / "results/qafel/table1/paper/qafel_c2_s8/qafel-table1.json").read_text())
+    assert listed() == ["qafel-table1-paper-qafel_c4_s8"]
 
 
 def _shakespeare_job(*methods):
