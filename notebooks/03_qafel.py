@@ -218,12 +218,14 @@ for path in ("qafel-table1", "qafel-table2", "qafel-fig3",                # comm
 # not told apart from FedBuff, as in the paper, with 5.6× fewer MB uploaded.
 #
 # The last table is the paper's protocol itself (2,500 users, the 85 % target, 150,000 uploads at most, dropout
-# 0.1), each row computed by its own `afl repro` run and merged (`results/qafel/table1/paper/`; the rows run so far).
+# 0.1), all ten rows, each computed by its own `afl repro` run and merged (`results/qafel/table1/paper/`).
 # The substitute is still easier than CelebA (FedBuff 7.3 thousand uploads against the paper's 26.1), but 4/4 QAFeL
 # needs about FedBuff's uploads seed by seed (1.16×, 95 % 0.73–1.84; the paper's 1.07×) with 6.5× fewer MB: the
-# paper's Fig. 4 reading, at the paper's protocol. But the bits still do not separate the rows: 2/2 needs 1.34×
-# FedBuff's uploads (95 % 0.80–2.26) where the paper's 2-bit clients need 2.3–3.5×. On this substitute a 2-bit client
-# loses little; which data makes the 2-bit rounding cost uploads is still open.
+# paper's Fig. 4 reading, at the paper's protocol. But the bits do not separate the rows: every QAFeL row needs
+# 1.15–1.38× FedBuff's uploads, a 2-bit client as many as a 4-bit one (1.00–1.11×), where the paper's 2-bit clients
+# need 2.3–3.5× FedBuff's. Only the server's bits leave a trace in the paper's direction (each client's 2-bit server
+# row is its slowest, within the seeds' spread). On this substitute a 2-bit client loses little; which data makes the
+# 2-bit rounding cost uploads is still open (section 4 measures why 8 and 4 bits send nearly the same message).
 #
 # What the authors ran: at the commits of the experiments, the FLSim code broadcasts top-k keeping 90 % (hard-coded),
 # and no commit produces Table 1's server-bit rows; afl follows the paper's text. These committed runs had no dropout
