@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .claims import NOT_RUN, Run
+from .claims import NOT_RUN, Claim, Run
 from .errors import ParameterError, check_real
 from .rates import MACHINES, Rate, load, lookup
 from .repro import EXPERIMENTS, canonical_out, estimate
@@ -103,7 +103,7 @@ def dest(run: Run) -> str:
             ).removeprefix("results/")
 
 
-def wanting(claim, results: Results) -> Run:
+def wanting(claim: Claim, results: Results) -> Run:
     """The run a claim waits for: the first of its ``run`` and ``needs`` (the runs its result is merged from)
     whose result is not committed; its own ``run`` where all are."""
     return next((r for r in (claim.run, *claim.needs) if not results.has(f"{dest(r)}/{r.experiment}")), claim.run)

@@ -60,8 +60,8 @@ class Claim:
     ``results/`` without ``.json``); ``run``: what computes that result; ``unsupported``: why afl cannot compute it
     (then no measure and no run); ``earlier``: ``(result, measure)`` pairs read, in order, where ``result`` is not
     committed or does not cover the claim (a reduced result that the paper-scale run's folder replaces); ``needs``:
-    the other runs whose results ``result`` is merged from (a claim between rows run apart), the plan of paper-scale
-    runs lists the claim under the first of ``run`` and ``needs`` not yet committed (:mod:`afl.plan`); ``data``:
+    the other runs whose results ``result`` is merged from (a claim between rows run apart: the plan of paper-scale
+    runs lists it under the first of ``run`` and ``needs`` not yet committed, :mod:`afl.plan`); ``data``:
     the datasets the paper used, by afl's names (a result on other data is on substitute data); ``unit``,
     ``digits``: how afl's number is printed, in the paper's unit; ``seeds``: the paper's runs behind it (None: its
     paper's usual count; 0: the paper does not say); ``quote``: the words of the paper that state it, where a
