@@ -30,9 +30,11 @@ from .runtime import resolve_device
 from .strategies import STRATEGIES
 from .streams import ClientStreams
 
-#: model -> (dataset, batch size) of the benchmark settings.
+#: model -> (dataset, batch size) of the benchmark settings: each paper's (LeNet-5 on Fashion-MNIST at FedAST's 32).
 SETTINGS = {"mlp32": ("mnist", 128), "mlp200": ("mnist", 128), "cnn-cifar": ("cifar10-jpeg", 64),
-            "resnet20": ("cifar10-jpeg", 64), "char-lstm": ("shakespeare", 100)}
+            "resnet20": ("cifar10-jpeg", 64), "char-lstm": ("shakespeare", 100), "lenet5": ("fashion-mnist", 32)}
+#: model -> its keywords for its benchmark dataset (Fashion-MNIST has one channel)
+MODEL_KW = {"lenet5": {"in_channels": 1}}
 
 
 def matmul_peak_gflops(device: torch.device, n: int = 2048, seconds: float = 1.0,
@@ -150,7 +152,7 @@ def local_sgd_case(model: str, clients: int, device, root=None) -> tuple[nn.Modu
     dataset = load_dataset(data_name, root=root, device=device)
     check_int("clients", clients, 1, len(dataset.train_y), hint=f"at most one client per sample of {data_name}")
     torch.manual_seed(0)
-    module = build_model(model)
+    module = build_model(model, **MODEL_KW.get(model, {}))
     need = 4 * clients * sum(p.numel() for p in module.parameters()) * 4     # start, parameters, gradients, result
     have = _memory_bytes(torch.device(device))
     check(need <= have, "clients", clients, f"a number whose models fit in memory ({need / 2**30:.1f} GiB for "

@@ -32,7 +32,7 @@ from pathlib import Path
 from .claims import NOT_RUN, Claim, Run
 from .errors import ParameterError, check_real
 from .rates import MACHINES, Rate, load, lookup
-from .repro import EXPERIMENTS, canonical_out, estimate
+from .repro import EXPERIMENTS, canonical_out, estimate, trained_models
 from .repro.runner import set_args
 from .scoreboard import HEADLINE, papers
 from .scoreboard.verdict import Results, command, verdict
@@ -79,13 +79,7 @@ class Job:
 
     def models(self) -> tuple:
         """The models its runs train (FedAST's: each task's)."""
-        cfg = self.setting()
-        if isinstance(getattr(cfg, "model", None), str):
-            return (cfg.model,)
-        if hasattr(cfg, "tasksets"):
-            from .repro.fedast import parse_taskset
-            return tuple(dict.fromkeys(cfg.model(d)[0] for t in cfg.tasksets for d in parse_taskset(t)))
-        return (EXPERIMENTS[self.run.experiment].MODEL,)
+        return trained_models(self.run.experiment, self.setting())
 
     def checkpoints(self) -> bool:
         """Whether its runs save their state as they go (a run stopped at a time limit goes on from it)."""

@@ -4,7 +4,8 @@ file that measured it, never typed in.
 ``results/measurements/rates.json`` lists the sources: ``{"key", "machine", "source"}`` and, for a benchmark's JSON
 lines, ``"where"`` (the fields that pick its line). ``key`` is a model (``cnn-cifar``) or an experiment
 (``fedast-fig7``, an end-to-end figure that includes its evaluations and schedule); ``machine`` a kind of machine
-(``h100``, ``cpu-2``: this project's 2-core CPU). A source is
+(``h100``, ``cpu-2``: this project's 2-core CPU). A source measures what its key names (a model's rate comes from
+runs or a bench line of that model, an experiment's from a result of that experiment) and is
 
 - a result that ``afl repro`` wrote (its runs computed by that command, none reused or resumed): its client steps
   over its wall seconds, the longest run's for a fleet or processes (their runs are live together), the sum
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from .algorithms.registry import REGISTRY
 from .errors import ParameterError
+from .repro import EXPERIMENTS, result_models
 
 #: where the list of sources lives, under the repository
 RATES = Path("results") / "measurements" / "rates.json"
@@ -80,7 +82,7 @@ def measured(data: dict, file) -> tuple[int, float, str]:
                          f"({execution or 'runs one by one'}; {data.get('machine', 'machine not recorded')})")
 
 
-def _bench_rate(lines: list[str], where: dict, file) -> tuple[float, str]:
+def _bench_rate(lines: list[str], where: dict, key: str, file) -> tuple[float, str]:
     rows = []
     for k, line in enumerate(lines, 1):
         try:
@@ -92,9 +94,26 @@ def _bench_rate(lines: list[str], where: dict, file) -> tuple[float, str]:
     if len(rows) != 1 or not isinstance(rows[0].get("engine_steps_per_s"), (int, float)):
         raise RatesError(file, f"one line of afl bench local-sgd --json with {where} (it has {len(rows)})")
     row = rows[0]
+    if row.get("model") != key:
+        raise RatesError(file, f"a bench line of {key} (the line {where} picks ran {row.get('model')})")
     return float(row["engine_steps_per_s"]), (
         f"afl bench local-sgd, the engine alone (no evaluation or server step): {row.get('model')}, "
         f"{row.get('clients')} clients a call, {row.get('precision')}, on {row.get('card', 'the machine')}")
+
+
+def _check_trained(data: dict, key: str, file) -> None:
+    """That a result measures ``key``: a result of that experiment, or one whose runs trained only that model (a
+    quick setting may replace a task's model: FedAST's quick Fashion-MNIST runs the MLP, not LeNet-5)."""
+    if key in EXPERIMENTS:
+        if data.get("experiment") != key:
+            raise RatesError(file, f"a result of {key} (it is one of {data.get('experiment')})")
+        return
+    try:
+        models = result_models(data)
+    except (ParameterError, KeyError, TypeError) as error:
+        raise RatesError(file, f"a result whose setting afl reads ({error})") from None
+    if set(models) != {key}:
+        raise RatesError(file, f"a result whose runs train {key} alone (they train {', '.join(models)})")
 
 
 def measure(entry: dict, root: Path) -> Rate:
@@ -110,13 +129,14 @@ def measure(entry: dict, root: Path) -> Rate:
         raise RatesError(source, "a committed file under results/ (it is missing)")
     text = file.read_text()
     if file.suffix == ".jsonl":
-        value, what = _bench_rate(text.splitlines(), entry.get("where") or {}, source)
+        value, what = _bench_rate(text.splitlines(), entry.get("where") or {}, key, source)
     else:
         try:
             data = json.loads(text)
         except ValueError as error:
             raise RatesError(source, f"a JSON result ({error})") from None
         steps, wall, what = measured(data, source)
+        _check_trained(data, key, source)
         value = steps / wall
         device = "device cpu" if machine.startswith("cpu") else "device cuda"
         if device not in str(data.get("machine", "")):

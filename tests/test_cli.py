@@ -56,6 +56,15 @@ def test_bench_trains_the_shakespeare_lstm_both_ways(capsys):
     assert row["reference_steps_per_s"] > 0 and row["engine_steps_per_s"] > 0
 
 
+@pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the Fashion-MNIST mirror")
+def test_bench_trains_lenet5_on_fashion_mnist_at_fedasts_batch(capsys):
+    """The model FedAST's paper trains on Fashion-MNIST (one input channel), so the plan can price its jobs."""
+    assert main(["bench", "local-sgd", "--models", "lenet5", "--clients", "2", "--steps", "1", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (row["model"], row["dataset"], row["batch"]) == ("lenet5", "fashion-mnist", 32)
+    assert row["reference_steps_per_s"] > 0 and row["engine_steps_per_s"] > 0
+
+
 @pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the MNIST mirror")
 def test_bench_runs_the_engine_in_bf16_and_checks_the_precision(capsys):
     argv = ["bench", "local-sgd", "--models", "mlp32", "--clients", "2", "--steps", "2", "--json", "--no-reference"]

@@ -19,6 +19,7 @@ from afl.errors import ChecksumError, DataMissingError, ParameterError
 from afl.repro import estimate
 from afl.scoreboard import HEADLINE, papers
 from afl.scoreboard.verdict import Results, verdict
+from committed import commit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,10 +83,29 @@ def test_a_claim_between_rows_run_apart_is_listed_under_the_row_it_waits_for(tmp
         return [j.name for j in plan.jobs(tmp_path) if claim.id in j.claims]
 
     assert listed() == ["qafel-table1-paper-qafel_c2_s8"]
-    done = tmp_path / "results/qafel/table1/paper/qafel_c2_s8/qafel-table1.json"
-    done.parent.mkdir(parents=True)
-    done.write_text((ROOT / "results/qafel/table1/paper/qafel_c2_s8/qafel-table1.json").read_text())
+    commit(tmp_path, "qafel/table1/paper/qafel_c2_s8/qafel-table1")
     assert listed() == ["qafel-table1-paper-qafel_c4_s8"]
+
+
+def test_a_fedast_fig5_claim_reads_its_task_sets_run_else_the_quick_figure(tmp_path):
+    """Fig. 5's claims read their task set's paper-scale run (the plan's job writes it there), the quick figure
+    until it is committed; the gain's growth from 2 to 6 tasks waits for both task sets' runs."""
+    claims = {c.id: c for cs in papers().values() for c in cs}
+    two, grows = claims["fedast-fig5-mnist*2"], claims["fedast-fig5-grows-mnist"]
+    assert f"{two.run.out}/fedast-fig5" == f"results/{two.result}"
+
+    def state(claim):
+        row = verdict(claim, Results(tmp_path))
+        return row["status"], row["result"], [j.name for j in plan.jobs(tmp_path) if claim.id in j.claims]
+
+    commit(tmp_path, "fedast/fig5/fedast-fig5")                   # the quick figure (MNIST, 2, 4 and 6 tasks)
+    assert state(two)[1:] == ("results/fedast/fig5/fedast-fig5.json", ["fedast-fig5-mnist*2"])
+    assert state(grows)[2] == ["fedast-fig5-mnist*6"]
+    commit(tmp_path, "fedast/fig5/fedast-fig5", "fedast/fig5/mnist*6/fedast-fig5")   # stands in for the paper run
+    assert state(grows)[1:] == ("results/fedast/fig5/fedast-fig5.json", ["fedast-fig5-mnist*2"])
+    commit(tmp_path, "fedast/fig5/fedast-fig5", "fedast/fig5/mnist*2/fedast-fig5")
+    assert (state(two)[1], state(grows)[1]) == ("results/fedast/fig5/mnist*2/fedast-fig5.json",
+                                                "results/fedast/fig5/mnist*6/fedast-fig5.json")
 
 
 def _shakespeare_job(*methods):
@@ -123,11 +143,13 @@ def test_the_cli_lists_the_plan_with_rates_and_sources(capsys):
 
 
 # -- rates ------------------------------------------------------------------------------------------------------------
-def _result(root: Path, rel: str, walls, steps, execution="runs computed one by one", machine="device cpu", **extra):
+def _result(root: Path, rel: str, walls, steps, execution="runs computed one by one", machine="device cpu",
+            model="mlp32", **extra):
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     runs = [{"computed_client_steps": s, "wall_seconds": w} for s, w in zip(steps, walls)]
-    path.write_text(json.dumps({"command": "afl repro x", "machine": machine, "execution": execution,
+    path.write_text(json.dumps({"experiment": "favas-table2", "config": {"model": model}, "quick": False,
+                                "command": "afl repro x", "machine": machine, "execution": execution,
                                 "resumed_runs": 0, "reused_runs": 0, "runs": runs} | extra))
 
 
@@ -139,19 +161,19 @@ def _rates(root: Path, *entries):
 def test_rates_are_recomputed_from_their_sources(tmp_path):
     _result(tmp_path, "results/a/one.json", [10, 30], [100, 300])                       # one by one: 400 / 40
     _result(tmp_path, "results/a/fleet.json", [40, 39], [100, 300], "runs computed as one fleet of at most 64")
-    (tmp_path / "results/b.jsonl").write_text(json.dumps({"model": "m", "clients": 4, "engine_steps_per_s": 7.5})
-                                              + "\n" + json.dumps({"model": "m", "clients": 8,
+    (tmp_path / "results/b.jsonl").write_text(json.dumps({"model": "mlp32", "clients": 4, "engine_steps_per_s": 7.5})
+                                              + "\n" + json.dumps({"model": "mlp32", "clients": 8,
                                                                    "engine_steps_per_s": 9.0}) + "\n")
-    _rates(tmp_path, {"key": "m", "machine": "cpu-2", "source": "results/a/one.json"},
-           {"key": "e", "machine": "cpu-2", "source": "results/a/fleet.json"},
-           {"key": "m", "machine": "h100", "source": "results/b.jsonl", "where": {"clients": 8}})
+    _rates(tmp_path, {"key": "mlp32", "machine": "cpu-2", "source": "results/a/one.json"},
+           {"key": "favas-table2", "machine": "cpu-2", "source": "results/a/fleet.json"},
+           {"key": "mlp32", "machine": "h100", "source": "results/b.jsonl", "where": {"clients": 8}})
     got = {(r.key, r.machine): r.value for r in rates.load(tmp_path)}
-    assert got == {("m", "cpu-2"): 10.0, ("e", "cpu-2"): 10.0, ("m", "h100"): 9.0}
+    assert got == {("mlp32", "cpu-2"): 10.0, ("favas-table2", "cpu-2"): 10.0, ("mlp32", "h100"): 9.0}
     measured = rates.load(tmp_path)
-    assert rates.lookup(measured, ("e", "m"), "cpu-2").key == "e"            # the experiment's own first
-    assert rates.lookup(measured, ("x", ("m", "e")), "cpu-2").value == 10.0  # several models: all measured
-    assert rates.lookup(measured, (("m", "z"),), "cpu-2") is None            # one not measured: none
-    assert rates.lookup(measured, ("m",), "h200") is None
+    assert rates.lookup(measured, ("favas-table2", "mlp32"), "cpu-2").key == "favas-table2"   # the experiment's own
+    assert rates.lookup(measured, ("x", ("mlp32", "favas-table2")), "cpu-2").value == 10.0    # several: all measured
+    assert rates.lookup(measured, (("mlp32", "lenet5"),), "cpu-2") is None     # one not measured: none
+    assert rates.lookup(measured, ("mlp32",), "h200") is None
 
 
 @pytest.mark.parametrize("case, match", [
@@ -161,21 +183,28 @@ def test_rates_are_recomputed_from_their_sources(tmp_path):
     ("corrupt", "rates.json.*JSON list"),
     ("twice", "listed twice"),
     ("bench", "one line of afl bench"),
+    ("bench-model", "a bench line of mlp32.*ran lenet5"),
     ("mime", "one mini-batch gradient a client step.*mimelitemom runs"),
+    ("model", "runs train mlp32 alone .they train mlp200"),
+    ("experiment", "a result of ghbm-table2 .it is one of favas-table2"),
 ])
 def test_a_missing_damaged_or_mismatched_source_names_its_file(case, match, tmp_path):
-    """The error names the file at fault (never an option nobody gave), for every later command alike."""
-    _result(tmp_path, "results/a/one.json", [10], [100], reused_runs=2 if case == "reused" else 0)
+    """The error names the file at fault (never an option nobody gave), for every later command alike; a source
+    measures what its key names (a quick setting's replaced model is not the paper's)."""
+    _result(tmp_path, "results/a/one.json", [10], [100], reused_runs=2 if case == "reused" else 0,
+            model="mlp200" if case == "model" else "mlp32")
     if case == "mime":        # a method with more than one gradient a step prices nothing
         data = json.loads((tmp_path / "results/a/one.json").read_text())
         data["runs"][0]["method"] = "mimelitemom-dampened"        # a variant of GHBM's grid, by its base
         (tmp_path / "results/a/one.json").write_text(json.dumps(data))
-    entry = {"key": "m", "machine": "h100" if case == "machine" else "cpu-2", "source": "results/a/one.json"}
+    entry = {"key": "ghbm-table2" if case == "experiment" else "mlp32",
+             "machine": "h100" if case == "machine" else "cpu-2", "source": "results/a/one.json"}
     if case == "missing":
         entry["source"] = "results/a/gone.json"
-    if case == "bench":
-        (tmp_path / "results/b.jsonl").write_text('{"model": "m", "engine_steps_per_s": 1}\n')
-        entry = {"key": "m", "machine": "cpu-2", "source": "results/b.jsonl", "where": {"model": "other"}}
+    if case in ("bench", "bench-model"):
+        (tmp_path / "results/b.jsonl").write_text('{"model": "lenet5", "engine_steps_per_s": 1}\n')
+        entry = {"key": "mlp32", "machine": "cpu-2", "source": "results/b.jsonl",
+                 "where": {"model": "other"} if case == "bench" else {}}
     _rates(tmp_path, *([entry, entry] if case == "twice" else [entry]))
     if case == "corrupt":
         (tmp_path / rates.RATES).write_text('{"rates": [')

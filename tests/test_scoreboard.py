@@ -14,6 +14,7 @@ from afl import scoreboard as sb
 from afl.cli import main
 from afl.papers import PAPERS
 from afl.repro import EXPERIMENTS, PAPER_FOLDERS, canonical_out, committed, repo_root
+from committed import commit
 
 ROOT = repo_root(Path(__file__).parent)
 T2 = ROOT / "results/favas/table2/favas-table2.json"
@@ -422,16 +423,10 @@ def test_any_afl_command_turns_an_unexpected_error_into_one_line(monkeypatch, ca
 
 
 def _qafel_table1(root, *names, rows=None):
-    """Copy the committed QAFeL Table 1 results ``names`` (paths under results/qafel/table1, no .json) into ``root``,
-    keeping only the runs of ``rows`` where given."""
+    """Commit QAFeL Table 1 results ``names`` (paths under results/qafel/table1, no .json) into ``root``, keeping
+    only the runs of ``rows`` where given."""
     for name in names:
-        result = json.loads((ROOT / f"results/qafel/table1/{name}.json").read_text())
-        if rows is not None:
-            result["runs"] = [r for r in result["runs"] if r["method"] in rows]
-            result["config"]["methods"] = list(rows)
-        path = root / f"results/qafel/table1/{name}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result))
+        commit(root, f"qafel/table1/{name}", methods=rows)
 
 
 def test_a_qafel_cell_reads_its_rows_paper_protocol_run_where_committed(tmp_path):

@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import check, check_choice
-from .runner import read_result
+from .runner import Estimated, estimating, read_result
 from . import favas, fedast, ghbm, qafel
 
 #: the four papers' folders of results/ (an experiment named ``<paper>-...`` lives in its paper's)
@@ -47,7 +47,6 @@ def run_experiment(name: str, out=None, **kwargs):
 def estimate(name: str, quick: bool = False, seeds: int | None = None, **overrides):
     """What ``afl repro NAME`` with these options would compute, without computing or creating anything: its
     :class:`afl.budget.Work` (client steps and evaluations of the whole grid)."""
-    from .runner import Estimated, estimating
     with estimating():
         try:
             run_experiment(name, quick=quick, seeds=seeds, out=str(Path(tempfile.gettempdir()) / "afl-estimate"),
@@ -55,6 +54,23 @@ def estimate(name: str, quick: bool = False, seeds: int | None = None, **overrid
         except Estimated as done:
             return done.work
     raise RuntimeError(f"afl repro {name} computed without estimating its work")   # every grid goes through execute
+
+
+def trained_models(name: str, cfg) -> tuple:
+    """The models experiment ``name`` trains in setting ``cfg`` (FedAST's: each task's, in order)."""
+    if isinstance(getattr(cfg, "model", None), str):
+        return (cfg.model,)
+    if hasattr(cfg, "tasksets"):
+        return tuple(dict.fromkeys(cfg.model(d)[0] for t in cfg.tasksets for d in fedast.parse_taskset(t)))
+    return (EXPERIMENTS[name].MODEL,)
+
+
+def result_models(result: dict) -> tuple:
+    """The models a result of ``afl repro`` (:func:`read_result`) trained, read from its saved setting."""
+    name = result["experiment"]
+    check_choice("experiment", name, EXPERIMENTS)
+    cfg = EXPERIMENTS[name].setting(name, quick=bool(result.get("quick")), **result["config"])
+    return trained_models(name, cfg)
 
 
 def repo_root(start=None) -> Path:
@@ -101,5 +117,5 @@ def report(result: dict, per_run: bool = True) -> str:
     return EXPERIMENTS[result["experiment"]].report(result, per_run=per_run)
 
 
-__all__ = ["EXPERIMENTS", "PAPER_FOLDERS", "canonical_out", "committed", "estimate", "repo_root", "run_experiment",
-           "replot", "report"]
+__all__ = ["EXPERIMENTS", "PAPER_FOLDERS", "canonical_out", "committed", "estimate", "repo_root", "result_models",
+           "run_experiment", "replot", "report", "trained_models"]
