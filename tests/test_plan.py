@@ -87,6 +87,15 @@ def test_a_claim_between_rows_run_apart_is_listed_under_the_row_it_waits_for(tmp
     assert listed() == ["qafel-table1-paper-qafel_c4_s8"]
 
 
+def test_every_claim_reads_the_result_its_paper_scale_run_writes():
+    """Else finishing the plan's job would leave the board as it was: a claim reads what its run writes, or it is
+    merged from several runs and names the others (``needs``); a reduced result it reads meanwhile is ``earlier``."""
+    for claims in papers().values():
+        for claim in claims:
+            if claim.run is not None:
+                assert f"{plan.dest(claim.run)}/{claim.run.experiment}" == claim.result or claim.needs, claim.id
+
+
 def test_a_fedast_fig5_claim_reads_its_task_sets_run_else_the_quick_figure(tmp_path):
     """Fig. 5's claims read their task set's paper-scale run (the plan's job writes it there), the quick figure
     until it is committed; the gain's growth from 2 to 6 tasks waits for both task sets' runs."""
