@@ -54,13 +54,14 @@ _SEEDS = paper.SEEDS
 _FIG5_SETS = tuple(f"{d}*{k}" for d in DATASETS for k in (2, 4, 6))
 
 
-def _fig5_run(taskset: str) -> Run:
-    return Run("fedast-fig5", (("tasksets", (taskset,)),), seeds=_SEEDS, out=f"results/fedast/fig5/{taskset}")
-
-
 def _fig5(taskset: str) -> str:
     """The result of :func:`_fig5_run` (the quick result, :data:`FIG5`, holds several task sets)."""
     return f"fedast/fig5/{taskset}/fedast-fig5"
+
+
+def _fig5_run(taskset: str) -> Run:
+    return Run("fedast-fig5", (("tasksets", (taskset,)),), seeds=_SEEDS,
+               out=f"results/{_fig5(taskset).rpartition('/')[0]}")
 
 
 def _gain5(taskset: str) -> Saved:
