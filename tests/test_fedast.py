@@ -226,6 +226,9 @@ def test_a_task_reaches_its_target_at_the_aggregation_that_makes_it():
     assert a["target_reached_at"] is not None and a["target_reached_at"] in s.server_steps[0]
     assert a["target_reached_at"] % 1 != 0                # off the grid (eval_every = 1)
     assert s.finished_at[0] == a["target_reached_at"] and s.server_steps[0][-1] == a["target_reached_at"]
+    # the task ends with the model that reached: its test is kept, and the grid's last evaluation came before it
+    assert a["target_reached_accuracy"] == federation(0).engine.evaluate(a["model"])["accuracy"] >= 0.4
+    assert a["curve"]["accuracy"][-1] < 0.4
 
 
 def test_realloc_settings_are_checked():

@@ -124,3 +124,4 @@ def test_a_task_finishes_at_the_aggregation_that_reaches_its_target():
     assert len(s["round_ends"]) > k + 1                      # the other task went on
     assert a["target_reached_at"] == s["finished_at"][0]       # its time to the target: that aggregation's
     assert feds[0].engine.evaluate(a["model"])["accuracy"] >= 0.95 > max(a["curve"]["accuracy"][:-1])
+    assert a["target_reached_accuracy"] == feds[0].engine.evaluate(a["model"])["accuracy"]

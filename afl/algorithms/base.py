@@ -80,7 +80,7 @@ class History:
     Evaluations are lazy (:meth:`afl.jobs.JobQueue.evaluate`): they run with the next local training, many
     models at once, and :attr:`series` holds their values. With a ``target`` accuracy every evaluation is
     awaited, and the first one at or above it raises :class:`TargetReached` (QAFeL's "uploads to reach the
-    target": the run stops there, and ``reached`` is that grid time).
+    target": the run stops there, ``reached`` is that grid time and ``reached_accuracy`` the accuracy it tested).
     """
 
     queue: JobQueue
@@ -97,6 +97,7 @@ class History:
         if self.target is not None:
             check_real("target", self.target, 0, 1, strict_low=True, hint="an accuracy in (0, 1]")
         self.reached: float | None = None
+        self.reached_accuracy: float | None = None
         self.resumed_at: list[float] = []       # simulated times at which the run went on from a checkpoint
         self._next = 0.0
         self._rows: list[tuple[float, Evaluation, dict]] = []
@@ -125,16 +126,18 @@ class History:
             self._next = round(self._next + self.eval_every, 9)
         report_progress(min(now, self.total_time) / self.total_time)
         if self.target is not None and evaluation.value()["accuracy"] >= self.target:
-            self.reached = first
+            self.reached, self.reached_accuracy = first, evaluation.value()["accuracy"]
             raise TargetReached(first)
 
     def reach(self, now: float, model: Tensor) -> None:
         """With a ``target``: test ``model``, made by a server step at ``now``, at once; at or above the target, the
         run reached it at ``now`` (:class:`TargetReached`), as the papers (and FedAST's code) test after an
         aggregation rather than on the evaluation grid."""
-        if self.target is not None and self.reached is None and self.queue.evaluate(model).value()["accuracy"] >= \
-                self.target:
-            self.reached = now
+        if self.target is None or self.reached is not None:
+            return
+        accuracy = self.queue.evaluate(model).value()["accuracy"]
+        if accuracy >= self.target:
+            self.reached, self.reached_accuracy = now, accuracy
             raise TargetReached(now)
 
     def finish(self, model: Tensor, **extra) -> None:
@@ -146,6 +149,7 @@ class History:
         wall time so far, for a checkpoint (:mod:`afl.checkpoint`)."""
         rows = [(t, e.value() if e.done else e.model, row) for t, e, row in self._rows]
         return dict(rows=rows, next=self._next, counters=dict(self.counters), reached=self.reached,
+                    reached_accuracy=self.reached_accuracy,
                     resumed_at=list(self.resumed_at), wall=_wall.perf_counter() - self.wall_start)
 
     def load_state_dict(self, state: dict, now: float) -> None:
@@ -153,6 +157,10 @@ class History:
         self._rows = [(t, Evaluation.known(self.queue, e) if isinstance(e, dict) else self.queue.evaluate(e), row)
                       for t, e, row in state["rows"]]
         self._next, self.reached = state["next"], state["reached"]
+        self.reached_accuracy = state.get("reached_accuracy")
+        check(self.reached is None or self.reached_accuracy is not None, "checkpoint", "a run stopped at its target",
+              "a checkpoint that keeps the accuracy that reached the target (this one was written by an earlier afl: "
+              "start the run over with --fresh)")
         self.counters.update(state["counters"])
         self.resumed_at = state["resumed_at"] + [now]
         self.wall_start = _wall.perf_counter() - state["wall"]
@@ -177,6 +185,7 @@ class History:
         resumed = {"resumed_at": self.resumed_at} if self.resumed_at else {}
         return {"curve": series, "final_accuracy": acc[-1] if acc else None, **self.counters,
                 "target": self.target, "target_reached_at": self.reached,
+                "target_reached_accuracy": self.reached_accuracy,
                 "computed_client_steps": computed, "wall_seconds": wall,
                 "client_steps_per_s": computed / wall if wall > 0 else None, **resumed}
 
