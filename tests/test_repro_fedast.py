@@ -166,3 +166,31 @@ def test_a_time_limit_inside_the_runs_and_the_same_grid_goes_on_from_their_check
     for key, run in runs["b"].items():
         assert [t["accuracy"] for t in runs["a"][key]["tasks"]] == [t["accuracy"] for t in run["tasks"]]
     assert not (tmp_path / "a" / "fedast-fig3.checkpoints").exists()
+
+
+def test_a_fedast_grid_stopped_at_its_time_limit_goes_on_to_the_runs_that_never_stopped(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """``afl repro fedast-fig5 --time-limit``: every run of the fleet (FedAST and Sync-ST) saves its state and the
+    command ends with status 3; the same command goes on to the runs of an uninterrupted folder, number for
+    number, and its runs and report say they went on from a checkpoint."""
+    if not os.environ.get("AFL_DATA"):
+        pytest.skip("AFL_DATA is not set: needs the MNIST mirror")
+    from afl import deadline
+    from afl.cli import main
+    argv = ["repro", "fedast-fig5", "--quick", "--seeds", "1"] + [
+        x for k, v in (TINY | dict(tasksets="mnist*2", caps=12, target_offset=-0.5, seeds=None)).items()
+        if v is not None for x in ("--set", f"{k}={v}")]
+    monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10 ** 9)): next(calls) >= 40)
+    try:
+        assert main(argv + ["--out", str(tmp_path / "a"), "--time-limit", "9m"]) == 3
+    finally:
+        deadline.clear()
+    assert "2 stopped run(s) have checkpoints" in capsys.readouterr().err
+    monkeypatch.setattr(deadline, "passed", lambda: False)
+    for out in "ab":
+        assert main(argv + ["--out", str(tmp_path / out)]) == 0
+    resumed, whole = (json.loads((tmp_path / out / "fedast-fig5.json").read_text()) for out in "ab")
+    for r, w in zip(resumed["runs"], whole["runs"]):
+        assert r.pop("resumed_at") and "resumed_at" not in w
+        assert [t.pop("wall_seconds") >= 0 for t in r["tasks"] + w["tasks"]] and r == w
+    assert "2 of the 2 runs went on from a checkpoint" in (tmp_path / "a" / "fedast-fig5.md").read_text()
