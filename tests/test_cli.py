@@ -351,6 +351,23 @@ def test_set_changes_the_setting_and_is_recorded_in_the_command(tiny_experiment,
     assert json.loads((tmp_path / "again" / "favas-table2.json").read_text())["rows"] == result["rows"]
 
 
+def test_a_result_names_the_commit_its_runs_started_from(tiny_experiment, tmp_path, monkeypatch):
+    """A commit made while the runs compute is not the code that computed them: the result records the checkout
+    as it was when the command started."""
+    from afl.repro import runner
+    checkout = {"commit": "at-start", "date": "", "dirty": False}
+    real = runner.compute
+
+    def compute_then_commit(*args, **kw):
+        runs = real(*args, **kw)
+        checkout["commit"] = "committed-meanwhile"
+        return runs
+    monkeypatch.setattr(runner, "compute", compute_then_commit)
+    monkeypatch.setattr(runner, "afl_commit", lambda: dict(checkout))
+    assert main(["repro", "favas-table2", "--out", str(tmp_path), "--set", "methods=fedavg"]) == 0
+    assert json.loads((tmp_path / "favas-table2.json").read_text())["afl_commit"]["commit"] == "at-start"
+
+
 @pytest.mark.parametrize("module, experiment, field, value", [
     ("favas", "favas-table2", "methods", "favas"), ("ghbm", "ghbm-table2", "splits", "noniid"),
     ("ghbm", "ghbm-tau", "taus", 10), ("qafel", "qafel-table1", "methods", "fedbuff"),

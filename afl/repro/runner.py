@@ -290,6 +290,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     them too). Everything is checked before anything is created or computed, the grid's work too (its setting's
     ``work()`` per run, :func:`afl.budget.check_work`: above the limits only with ``allow_large``). ``overrides``:
     the setting's fields changed from the command line, recorded in the command."""
+    source = afl_commit()            # the code that computes: read before the runs (a commit made meanwhile is not it)
     work = grid.cfg.work().times(len(grid.keys))
     stop_if_estimating(work)
     check_work(work, allow_large, "--allow-large", changed=overrides or ())
@@ -342,7 +343,7 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
                + (f" --processes {processes}" if processes else "") + (" --allow-large" if allow_large else "")
                + ("" if ray is None else " --ray" if ray == "local" else f" --ray {ray}"))
     record = {"experiment": grid.name, "command": command, "quick": quick, "machine": machine(str(device)),
-              "afl_commit": afl_commit(),
+              "afl_commit": source,
               "execution": f"runs computed {how}",
               "resumed_runs": len({grid.key_of(r) for r in resumed} & keys),
               "reused_runs": len({grid.key_of(r) for r in reused} & keys),
