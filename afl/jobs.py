@@ -318,25 +318,36 @@ def _by_queue(items: list) -> dict[int, list]:
     return groups
 
 
+def _never_alone(items: list) -> list:
+    """``items``, a lone one twice: PyTorch's batched matmuls on a CPU round a batch of one otherwise than a batch of
+    two or more (``bmm`` of (1, 10, 32) by (1, 32, 200) differs from the same item in a batch of two by 3e-6), so a
+    job trained, or a model evaluated, alone would give other numbers than in company, and a run's numbers would
+    depend on what it happened to share an engine call with (the runs of a fleet, the point where it was resumed).
+    Callers keep the first ``len(items)`` results."""
+    return items * 2 if len(items) == 1 else items
+
+
 def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
-    S = max(j.steps for j in jobs)
-    batches = torch.zeros(len(jobs), S, *jobs[0].batches.shape[1:], dtype=torch.long)
-    for i, j in enumerate(jobs):
+    rows = _never_alone(jobs)
+    S = max(j.steps for j in rows)
+    batches = torch.zeros(len(rows), S, *rows[0].batches.shape[1:], dtype=torch.long)
+    for i, j in enumerate(rows):
         batches[i, :j.steps] = j.batches
-    start = torch.stack([j.start for j in jobs])
+    start = torch.stack([j.start for j in rows])
     kinds: dict[tuple, list[int]] = {}              # jobs with equal hooks and state names share a HookGroup
-    for i, j in enumerate(jobs):
+    for i, j in enumerate(rows):
         kinds.setdefault((j.hook, tuple(sorted(j.state or {}))), []).append(i)
-    groups = [HookGroup(rows, hook, {k: torch.stack([jobs[i].state[k] for i in rows]) for k in names})
-              for (hook, names), rows in kinds.items()]
+    groups = [HookGroup(members, hook, {k: torch.stack([rows[i].state[k] for i in members]) for k in names})
+              for (hook, names), members in kinds.items()]
     seeds = [j.seed for j in jobs if j.seed is not None]     # one seed from the jobs' own: the same call, the same masks
     seed = int(np.random.SeedSequence(seeds).generate_state(1)[0]) if seeds else None
-    out = engine.run(start, batches, [j.steps for j in jobs], [j.lr for j in jobs],
-                     [j.weight_decay for j in jobs], groups=groups, seed=seed)
+    out = engine.run(start, batches, [j.steps for j in rows], [j.lr for j in rows],
+                     [j.weight_decay for j in rows], groups=groups, seed=seed)
     for group in groups:
         for row, i in enumerate(group.rows):
             for k, s in group.state.items():
-                jobs[i].state[k].copy_(s[row])
+                if i < len(jobs):                   # a lone job's copy writes nothing back
+                    jobs[i].state[k].copy_(s[row])
     for i, j in enumerate(jobs):
         j._out = out[i].clone()         # not a view: a view would keep the whole chunk alive until its last job is read
         j.start = j.batches = None
@@ -344,13 +355,15 @@ def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
 
 
 def _full_gradients(requests: list[FullGradient]) -> None:
-    out = requests[0]._queue.engine.full_gradient(torch.cat([r.params for r in requests]),
-                                                  [p for r in requests for p in r.parts])
+    params = torch.cat([r.params for r in requests])
+    parts = [p for r in requests for p in r.parts]
+    out = requests[0]._queue.engine.full_gradient(params.repeat(len(_never_alone(parts)) // len(parts), 1),
+                                                  _never_alone(parts))[:len(parts)]
     for r, g in zip(requests, out.split([len(r.parts) for r in requests])):
         r._out, r.params, r.parts = g.clone(), None, None
 
 
 def _evaluate(evaluations: list[Evaluation]) -> None:
-    res = evaluations[0]._queue.engine.evaluate(torch.stack([e.model for e in evaluations]))
+    res = evaluations[0]._queue.engine.evaluate(torch.stack([e.model for e in _never_alone(evaluations)]))
     for e, acc, loss in zip(evaluations, res["accuracy"].tolist(), res["loss"].tolist()):
         e._out, e.model = {"accuracy": acc, "loss": loss}, None
