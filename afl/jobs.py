@@ -339,7 +339,7 @@ def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
         kinds.setdefault((j.hook, tuple(sorted(j.state or {}))), []).append(i)
     groups = [HookGroup(members, hook, {k: torch.stack([rows[i].state[k] for i in members]) for k in names})
               for (hook, names), members in kinds.items()]
-    seeds = [j.seed for j in jobs if j.seed is not None]     # one seed from the jobs' own: the same call, the same masks
+    seeds = [j.seed for j in jobs if j.seed is not None]  # one seed from the jobs' own: the same call, the same masks
     seed = int(np.random.SeedSequence(seeds).generate_state(1)[0]) if seeds else None
     out = engine.run(start, batches, [j.steps for j in rows], [j.lr for j in rows],
                      [j.weight_decay for j in rows], groups=groups, seed=seed)

@@ -2,7 +2,8 @@
 A.json B.json``. Runs are paired by what names them (method, split, task set, cap, buffer, concurrency, seed); every
 field is compared except how long and where a run computed (wall time, its speed, the times it went on from a
 checkpoint, the invocation it came from); a field only one result records (added to afl between the two) is named,
-not compared. Runs only one result holds are listed. Exit status 1 where a pair differs: a determinism probe (a run stopped and resumed, or in another fleet, against one that ran alone).
+not compared. Runs only one result holds are listed. Exit status 1 where a pair differs: a determinism probe (a run
+stopped and resumed, or in another fleet, against one that ran alone).
 """
 from __future__ import annotations
 
@@ -45,8 +46,8 @@ def main(argv=None) -> int:
         found = differences(runs[0][key], runs[1][key], one_sided=one_sided)
         differ += bool(found)
         label = ", ".join(f"{k}={json.loads(v)}" for k, v in key)
-        print(f"{label}: " + ("the same" if not found else f"differs in {', '.join(found[:5])}"
-                                                             + (f" and {len(found) - 5} more" if len(found) > 5 else "")))
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        print(f"{label}: " + (f"differs in {', '.join(found[:5])}{more}" if found else "the same"))
     for side, (mine, other) in zip("ab", (runs, runs[::-1])):
         for key in sorted(mine.keys() - other.keys()):
             print(f"only in {side}: " + ", ".join(f"{k}={json.loads(v)}" for k, v in key))
