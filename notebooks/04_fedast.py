@@ -54,7 +54,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 
-from afl.repro import committed, fedast as fr
+from afl.repro import committed, fedast as fr, repo_root
+from afl.scoreboard import board
 from afl.stats import paired_ratio, pm
 from afl.sim import FEDAST_MODEL_COSTS, ShiftedExponential, plot_timeline, three_speed
 from afl.sim.distributions import Exponential
@@ -209,6 +210,35 @@ for name in ("fedast-fig7", "fedast-d6", "fedast-fig2", "fedast-fig3", "fedast-f
 # the accuracy falls first. In Figs. 8 and 9 both ends of the buffer sweep lose: `b = 1` takes every stale update
 # as a server step, a large `b` takes few server steps; the best `b` is where `R / b` is about 35, the paper's rule
 # of thumb (`R_m / b_m ≲ 37`).
+#
+# ### Fig. 5 at the paper's targets, one task set per job
+#
+# The quick figure above lowers Table 1's targets by 3 points and stops at 800 time units. At the paper's setting
+# each task set is a job of its own (`afl plan run 'fedast-fig5-mnist*4'`: 3 seeds, 5 to 30 minutes on a 2-core
+# CPU). The picture puts the committed ones together; the table is the scoreboard's judgement of each, by the
+# paper's rule (FedAST sooner: the 95 % interval of its mean gain over Sync-ST above 0), and says which result it
+# reads.
+
+# %%
+fig5 = [committed(f"fedast/fig5/mnist*{n}/fedast-fig5") for n in (2, 4, 6)]
+done = [result for result in fig5 if result is not None]
+if done:
+    display(fr.figure(dict(done[0], runs=[run for result in done for run in result["runs"]])))
+claims = {row["id"]: row for row in board(repo_root())["papers"]["FedAST"]["claims"]}
+lines = ["| claim | afl | read from | status |", "|---|---|---|---|"]
+for key in ("mnist*2", "mnist*4", "mnist*6", "grows-mnist"):
+    row = claims[f"fedast-fig5-{key}"]
+    scale = "the quick figure" if row["scale"]["quick"] else "the paper's setting"
+    lines.append(f"| {row['claim']} | {row['afl']['text']} | {scale} | {row['status']} |")
+display(Markdown("\n".join(lines)))
+
+# %% [markdown]
+# What to notice: at the paper's targets FedAST wins clearly only with four tasks. With two, Sync-ST's first 30 of
+# 150 clients per task (the stragglers dropped) reach the target sooner; with six, FedAST's tasks finish one after
+# another while Sync-ST's finish together, so the last of FedAST's decides. The scoreboard's probe for that: the
+# authors' code sends every task's first requests at once, above the cap (`cap_first=False`), and on the quick
+# figure this turns the six-task loss into a gain. Which reading of Algorithm 2 the paper's figure used is not
+# stated; both are settings of `afl repro fedast-fig5`.
 #
 # ### The first wave: the paper's x⁽⁰⁾ or the code's live model
 #
