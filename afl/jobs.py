@@ -324,10 +324,10 @@ def _never_alone(items: list) -> list:
     same item in a batch of two by 3e-6), so a job trained alone would give other numbers than in company, and a
     run's numbers would depend on what it happened to share an engine call with (the runs of a fleet, the point
     where it was resumed). Callers keep the first ``len(items)`` results. Evaluations go as they are: their matmuls
-    sum over features, equal alone and in company for the zoo's image models (``tests/test_fleet.py``) and for
-    the character LSTM (measured on Shakespeare),
-    and a copy would double a lone evaluation's time (a run one by one evaluates alone: FedAST's quick race took
-    91 s instead of 61)."""
+    sum over features, equal alone and in company for the zoo's image models (``tests/test_fleet.py``) and for the
+    character LSTM (measured on Shakespeare), and a copy would double a lone evaluation's time (a run one by one
+    evaluates alone: FedAST's quick race took 91 s instead of 61). MIME's full gradients go as they are too: one
+    alone equals it in company, and beside a copy it did not (``tests/test_fleet.py``)."""
     return items * 2 if len(items) == 1 else items
 
 
@@ -359,10 +359,8 @@ def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
 
 
 def _full_gradients(requests: list[FullGradient]) -> None:
-    params = torch.cat([r.params for r in requests])
-    parts = [p for r in requests for p in r.parts]
-    out = requests[0]._queue.engine.full_gradient(params.repeat(len(_never_alone(parts)) // len(parts), 1),
-                                                  _never_alone(parts))[:len(parts)]
+    out = requests[0]._queue.engine.full_gradient(torch.cat([r.params for r in requests]),
+                                                  [p for r in requests for p in r.parts])
     for r, g in zip(requests, out.split([len(r.parts) for r in requests])):
         r._out, r.params, r.parts = g.clone(), None, None
 

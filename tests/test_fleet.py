@@ -459,7 +459,6 @@ def test_a_dropout_run_has_the_same_numbers_alone_and_in_a_fleet(monkeypatch):
     assert not torch.equal(alone[("fedbuff", 0)][1], alone[("fedbuff", 1)][1])
 
 
-
 def _queue_with_starts(model="mlp200", shape=(1, 28, 28), classes=10, kw=None):
     from afl.algorithms import make_federation
     from afl.data import make_synthetic
@@ -469,11 +468,11 @@ def _queue_with_starts(model="mlp200", shape=(1, 28, 28), classes=10, kw=None):
     return fed.queue, [fed.init + 0.01 * torch.randn(fed.init.shape, generator=g) for _ in range(3)]
 
 
-def test_a_job_gives_the_same_numbers_alone_as_in_company():
+def test_a_job_and_a_full_gradient_give_the_same_numbers_alone_as_in_company():
     """A lone job goes to the engine beside a copy of itself: on a CPU, PyTorch's batched matmuls round a batch of
     one otherwise (an MLP's last-layer weight gradient, (10, 32) by (32, 200), moved by 3e-6), so a FedAST run
     resumed from a checkpoint, whose first call may train one job where the run that never stopped trained two,
-    drifted from it."""
+    drifted from it. A lone full gradient (MIME's) goes as it is, and equals it in company."""
     queue, starts = _queue_with_starts()
     g = torch.Generator().manual_seed(2)
     batches = [torch.randint(0, 100, (5, 32), generator=g) for _ in range(2)]
@@ -482,6 +481,12 @@ def test_a_job_gives_the_same_numbers_alone_as_in_company():
     pair = [queue.submit(c, starts[c], 5, 0.1, batches=batches[c]) for c in range(2)]
     queue.flush()
     assert torch.equal(alone.result(), pair[0].result())
+    parts = [torch.arange(0, 40), torch.arange(40, 90)]
+    lone = queue.full_gradient(starts[0][None], parts[:1])
+    queue.flush()
+    both = queue.full_gradient(torch.stack(starts[:2]), parts)
+    queue.flush()
+    assert torch.equal(lone.value()[0], both.value()[0])
 
 
 @pytest.mark.parametrize("model, shape, classes, kw", [
