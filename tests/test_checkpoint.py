@@ -165,21 +165,27 @@ def test_ctrl_c_names_the_checkpoints_and_fresh_discards_them(tmp_path, monkeypa
     assert "resumed_at" not in run_ and not (out / "ghbm-table2.checkpoints").exists()
 
 
+def stop_at_time_limit(monkeypatch, argv: list[str], checks: int) -> None:
+    """Run ``afl argv --time-limit 9m`` with the limit passing at its ``checks``-th look (the runs' rounds or
+    events): the command must stop cleanly (status 3). The limit never passes afterwards."""
+    from afl import deadline
+    monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10 ** 9)): next(calls) >= checks)
+    try:
+        assert main(argv + ["--time-limit", "9m"]) == 3
+    finally:
+        deadline.clear()
+    monkeypatch.setattr(deadline, "passed", lambda: False)
+
+
 def test_a_time_limit_stops_cleanly_and_the_same_command_goes_on(tmp_path, monkeypatch, capsys, synthetic):
     """``--time-limit``: the run saves its state at the round where the limit passes and the command ends with
     status 3, naming what was kept; the same command goes on from it (here, with no limit) to the run that never
     stopped (its results equal another folder's uninterrupted run)."""
-    from afl import deadline
-    monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10_000)): next(calls) >= 3)
     argv = ["repro", "ghbm-table2", "--quick", "--no-fleet", "--set", "splits=noniid", "--set", "methods=fedhbm"] + [
         x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
-    try:
-        assert main(argv + ["--out", str(tmp_path / "a"), "--time-limit", "9m"]) == 3
-    finally:
-        deadline.clear()
+    stop_at_time_limit(monkeypatch, argv + ["--out", str(tmp_path / "a")], checks=3)
     err = capsys.readouterr().err
     assert "afl: the time limit is reached; 0 finished run(s)" in err and "1 stopped run(s) have checkpoints" in err
-    monkeypatch.setattr(deadline, "passed", lambda: False)
     for out in ("a", "b"):
         assert main(argv + ["--out", str(tmp_path / out)]) == 0
     resumed, whole = (json.loads((tmp_path / out / "ghbm-table2.json").read_text())["runs"][0] for out in "ab")

@@ -5,8 +5,10 @@ import os
 
 import pytest
 
+from afl.cli import main
 from afl.errors import ParameterError
 from afl.repro import fedast as fr
+from test_checkpoint import stop_at_time_limit
 
 
 def test_tasksets_and_methods_parse():
@@ -175,18 +177,11 @@ def test_a_fedast_grid_stopped_at_its_time_limit_goes_on_to_the_runs_that_never_
     number, and its runs and report say they went on from a checkpoint."""
     if not os.environ.get("AFL_DATA"):
         pytest.skip("AFL_DATA is not set: needs the MNIST mirror")
-    from afl import deadline
-    from afl.cli import main
     argv = ["repro", "fedast-fig5", "--quick", "--seeds", "1"] + [
         x for k, v in (TINY | dict(tasksets="mnist*2", caps=12, target_offset=-0.5, seeds=None)).items()
         if v is not None for x in ("--set", f"{k}={v}")]
-    monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10 ** 9)): next(calls) >= 40)
-    try:
-        assert main(argv + ["--out", str(tmp_path / "a"), "--time-limit", "9m"]) == 3
-    finally:
-        deadline.clear()
+    stop_at_time_limit(monkeypatch, argv + ["--out", str(tmp_path / "a")], checks=40)
     assert "2 stopped run(s) have checkpoints" in capsys.readouterr().err
-    monkeypatch.setattr(deadline, "passed", lambda: False)
     for out in "ab":
         assert main(argv + ["--out", str(tmp_path / out)]) == 0
     resumed, whole = (json.loads((tmp_path / out / "fedast-fig5.json").read_text()) for out in "ab")

@@ -15,6 +15,7 @@ from afl.data import make_synthetic
 from afl.errors import ParameterError
 from afl.repro import qafel as qr
 from afl.repro.runner import reduced_fields
+from test_checkpoint import stop_at_time_limit
 
 TINY = dict(users=24, max_size=8, validation=None, max_uploads=120, eval_every=20, seeds=1, lr=0.05,
             server_lr=1.0, batch=8)
@@ -200,22 +201,16 @@ def test_a_time_limit_inside_the_runs_and_the_same_command_goes_on_from_their_ch
                                                                                          monkeypatch, capsys):
     """QAFeL's runs are event-driven: stopped by ``--time-limit`` with clients in flight (dropout on), each saves
     its state and the same command goes on from it to the runs that never stopped."""
-    from afl import deadline
     monkeypatch.setattr(qr, "load_task", lambda cfg, root=None, device="cpu": synthetic(cfg))
     monkeypatch.setenv("AFL_CHECKPOINT_EVERY", "3600")
     argv = ["repro", "qafel-table1", "--quick", "--set", "methods=fedbuff,qafel_c4_s4", "--set", "target=0.99",
             "--set", "dropout=0.1"] + [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")] + (
         [] if fleet else ["--no-fleet"])
-    monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10 ** 6)): next(calls) >= 40)
-    try:
-        assert main(argv + ["--out", str(tmp_path / "a"), "--time-limit", "9m"]) == 3
-    finally:
-        deadline.clear()
+    stop_at_time_limit(monkeypatch, argv + ["--out", str(tmp_path / "a")], checks=40)
     assert "stopped run(s) have checkpoints" in capsys.readouterr().err
     kept = sorted(p.name for p in (tmp_path / "a" / "qafel-table1.checkpoints").iterdir())
     # in a fleet every live run goes on to its own next event and saves there; one by one, the second never began
     assert kept == (["None-fedbuff-0.ckpt", "None-qafel_c4_s4-0.ckpt"] if fleet else ["None-fedbuff-0.ckpt"])
-    monkeypatch.setattr(deadline, "passed", lambda: False)
     for out in ("a", "b"):
         assert main(argv + ["--out", str(tmp_path / out)]) == 0
     resumed, whole = ({r["method"]: r for r in json.loads((tmp_path / o / "qafel-table1.json").read_text())["runs"]}
