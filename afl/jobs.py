@@ -318,21 +318,23 @@ def _by_queue(items: list) -> dict[int, list]:
     return groups
 
 
-def _never_alone(items: list) -> list:
-    """``items``, a lone one twice: PyTorch's batched matmuls on a CPU round a batch of one otherwise than a batch of
-    two or more (``bmm`` of (1, 10, 32) by (1, 32, 200), a weight gradient's sum over 32 samples, differs from the
-    same item in a batch of two by 3e-6), so a job trained alone would give other numbers than in company, and a
-    run's numbers would depend on what it happened to share an engine call with (the runs of a fleet, the point
-    where it was resumed). Callers keep the first ``len(items)`` results. Evaluations go as they are: their matmuls
-    sum over features, equal alone and in company for the zoo's image models (``tests/test_fleet.py``) and for the
-    character LSTM (measured on Shakespeare), and a copy would double a lone evaluation's time (a run one by one
-    evaluates alone: FedAST's quick race took 91 s instead of 61). MIME's full gradients go as they are too: one
-    alone equals it in company, and beside a copy it did not (``tests/test_fleet.py``)."""
-    return items * 2 if len(items) == 1 else items
+def _never_alone(items: list, room: int) -> list:
+    """``items``, a lone one twice where an engine chunk has ``room`` for two. PyTorch's batched matmuls on a CPU
+    round a batch of one otherwise than a batch of two or more (``bmm`` of (1, 10, 32) by (1, 32, 200), a weight
+    gradient's sum over 32 samples, differs from the same item in a batch of two by 3e-6), so a job trained alone
+    would give other numbers than in company, and a run's numbers would depend on what it happened to share an
+    engine call with (the runs of a fleet, the point where it was resumed). An engine whose chunk holds one client
+    (memory sets it) trains every job alone: alike, and without a copy that would not fit. Callers keep the first
+    ``len(items)`` results. Evaluations go as they are: their matmuls sum over features, equal alone and in company
+    for the zoo's image models (``tests/test_fleet.py``) and for the character LSTM (measured on Shakespeare), and a
+    copy would double a lone evaluation's time (a run one by one evaluates alone: FedAST's quick race took 91 s
+    instead of 61). MIME's full gradients go as they are too: one alone equals it in company, and beside a copy it
+    did not (``tests/test_fleet.py``)."""
+    return items * 2 if len(items) == 1 and room > 1 else items
 
 
 def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
-    rows = _never_alone(jobs)
+    rows = _never_alone(jobs, engine.chunk)
     S = max(j.steps for j in rows)
     batches = torch.zeros(len(rows), S, *rows[0].batches.shape[1:], dtype=torch.long)
     for i, j in enumerate(rows):
