@@ -78,8 +78,14 @@ wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
 	@ls dist/afl-*.whl
 
+# Tests and notebooks run in one process per core the machine lets this one use (cgroup quotas counted), each test
+# file or notebook whole in one of them, one PyTorch thread each (TEST_WORKERS=1: one process, PyTorch's threads).
+TEST_WORKERS ?= $(shell $(BIN)/python -c "from afl.runtime import available_cores; print(available_cores())")
+PARALLEL = $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+TEST_THREADS = $(if $(filter 1,$(TEST_WORKERS)),,AFL_THREADS=1)
+
 test-unit: setup-dev
-	AFL_QUICK=1 AFL_DOWNLOAD=0 $(BIN)/python -m pytest -q tests
+	AFL_QUICK=1 AFL_DOWNLOAD=0 $(TEST_THREADS) $(BIN)/python -m pytest -q $(PARALLEL) tests
 
 # Notebooks: the paired percent scripts must match the .ipynb files, the committed .ipynb files must hold the
 # outputs of a top-to-bottom run (make notebook-outputs), and every notebook runs headless in its quick mode.
@@ -89,7 +95,7 @@ test-notebooks: setup-dev
 	  || { echo "$$nb differs from its paired .py: run make sync-notebooks"; exit 1; }; done
 	$(BIN)/python tools/make_exercises.py --check
 	$(BIN)/python tools/execute_notebooks.py --check $(NOTEBOOKS)
-	AFL_QUICK=1 AFL_DOWNLOAD=0 MPLBACKEND=Agg $(BIN)/python -m pytest -q --nbval-lax $(NOTEBOOKS)
+	AFL_QUICK=1 AFL_DOWNLOAD=0 MPLBACKEND=Agg $(TEST_THREADS) $(BIN)/python -m pytest -q $(PARALLEL) --nbval-lax $(NOTEBOOKS)
 
 # Edit notebooks as percent scripts (.py); this updates the paired .ipynb files.
 sync-notebooks: setup

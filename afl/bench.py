@@ -39,18 +39,28 @@ MODEL_KW = {"lenet5": {"in_channels": 1}}
 
 def matmul_peak_gflops(device: torch.device, n: int = 2048, seconds: float = 1.0,
                        dtype: torch.dtype = torch.float32) -> float:
-    """Measured matmul rate (best of repeated n×n products in ``dtype``) in GFLOP/s."""
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
+    """Measured matmul rate in GFLOP/s: the best of repeated n×n products in ``dtype`` over ``seconds``. Where a
+    product is slow (bfloat16 on a CPU without bf16 units: 0.3 GFLOP/s, a minute for 2048×2048), the size is the
+    largest power of two from 256 up to ``n`` whose product takes under an eighth of ``seconds``."""
+    size = min(256, n)
+    while True:
+        a = torch.randn(size, size, device=device, dtype=dtype)
+        b = torch.randn(size, size, device=device, dtype=dtype)
+        _sync(device)
+        t0 = time.perf_counter()
+        a @ b                                   # also the warm-up of this size
+        _sync(device)
+        if size >= n or time.perf_counter() - t0 >= seconds / 8:
+            break
+        size = min(2 * size, n)
     best, t_end = float("inf"), time.perf_counter() + seconds
-    a @ b
     while time.perf_counter() < t_end or best == float("inf"):
         _sync(device)
         t0 = time.perf_counter()
         a @ b
         _sync(device)
         best = min(best, time.perf_counter() - t0)
-    return 2 * n ** 3 / best / 1e9
+    return 2 * size ** 3 / best / 1e9
 
 
 def _sync(device: torch.device) -> None:

@@ -84,6 +84,7 @@ def test_threads_follow_the_cores_this_process_may_use(monkeypatch):
     import torch
     from afl import runtime
     before = torch.get_num_threads()
+    monkeypatch.delenv("AFL_THREADS", raising=False)                   # the test runner's own setting (make test-unit)
     files = {"/sys/fs/cgroup/cpu.max": "150000 100000"}              # 1.5 CPUs: 2 cores, rounded up
     monkeypatch.setattr(runtime, "_read", lambda path: files.get(path, ""))
     monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
