@@ -43,12 +43,14 @@ class Run:
 @dataclass(frozen=True)
 class Probe:
     """A committed result that explains a difference: read with ``measure`` from ``result``, decided by ``rule``;
-    ``why`` says in a sentence what it shows."""
+    ``why`` says in a sentence what it shows; ``earlier``: ``(result, measure)`` pairs read, in order, where
+    ``result`` is not committed or does not cover it (as :attr:`Claim.earlier`)."""
 
     result: str
     measure: object
     rule: object
     why: str
+    earlier: tuple = ()
 
 
 @dataclass(frozen=True)

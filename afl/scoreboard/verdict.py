@@ -258,20 +258,25 @@ def verdict(claim: Claim, results: Results) -> dict:
 
 
 def _probe(claim: Claim, results: Results, m) -> dict | None:
-    """A failing claim's probe, judged with its own measure and rule; for a level, the share of the gap it closes."""
+    """A failing claim's probe, judged with its own measure and rule (from the first of its results committed and
+    covering it); for a level, the share of the gap it closes."""
     p = claim.probe
-    if not results.has(p.result):
-        return {"why": p.why, "result": f"results/{p.result}.json", "judgement": "not run", "afl": None,
+    missing = None
+    for name, measure in ((p.result, p.measure), *p.earlier):
+        if not results.has(name):
+            continue
+        try:
+            pm = measure.of(results.get(name))
+            break
+        except NotCovered as why:
+            missing = missing or f"not run ({why})"
+    else:
+        return {"why": p.why, "result": f"results/{p.result}.json", "judgement": missing or "not run", "afl": None,
                 "closes": None}
-    try:
-        pm = p.measure.of(results.get(p.result))
-    except NotCovered as missing:
-        return {"why": p.why, "result": f"results/{p.result}.json", "judgement": f"not run ({missing})",
-                "afl": None, "closes": None}
     closes = None
     if isinstance(claim.rule, (Level, Exact)) and claim.rule.number.value != m.value:
         closes = (pm.value - m.value) / (claim.rule.number.value - m.value)
-    return {"why": p.why, "result": f"results/{p.result}.json", "judgement": p.rule.judge(pm),
+    return {"why": p.why, "result": f"results/{name}.json", "judgement": p.rule.judge(pm),
             "afl": measured_text(pm, claim), "closes": closes}
 
 
