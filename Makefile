@@ -80,7 +80,9 @@ wheel: setup
 
 # Tests and notebooks run in one process per core the machine lets this one use (cgroup quotas counted), each test
 # file or notebook whole in one of them, one PyTorch thread each (TEST_WORKERS=1: one process, PyTorch's threads).
-TEST_WORKERS ?= $(shell $(BIN)/python -c "from afl.runtime import available_cores; print(available_cores())")
+# Counted once, at its first use in a recipe (after setup-dev has made the environment that counts it).
+TEST_WORKERS ?= $(eval TEST_WORKERS := $(shell $(BIN)/python -c \
+  "from afl.runtime import available_cores; print(available_cores())"))$(TEST_WORKERS)
 PARALLEL = $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 TEST_THREADS = $(if $(filter 1,$(TEST_WORKERS)),,AFL_THREADS=1)
 
