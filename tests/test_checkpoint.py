@@ -88,8 +88,8 @@ def test_a_resumed_run_reports_its_head_start_apart_from_its_progress(tmp_path, 
     with progress, simulating("run"):
         run("fedavg", checkpoint=path, checkpoint_every=0)
     assert seen[0] == (STOP / ROUNDS, True)
-    # each grid point is recorded at the server step after it (it sees the step at its own time), the last at the end
-    assert [f for f, _ in seen[1:]] == [min(t + 1, ROUNDS) / ROUNDS for t in range(STOP + 1, ROUNDS + 1, 2)]
+    # then each server step, one a simulated time unit, to the end
+    assert [f for f, _ in seen[1:]] == [t / ROUNDS for t in range(STOP + 1, ROUNDS + 1)]
     assert not any(resumed for _, resumed in seen[1:])
 
 

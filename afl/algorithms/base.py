@@ -101,6 +101,15 @@ class History:
         self.resumed_at: list[float] = []       # simulated times at which the run went on from a checkpoint
         self._next = 0.0
         self._rows: list[tuple[float, Evaluation, dict]] = []
+        self._shown = 0.0                       # the fraction of the run the progress bar was last told
+
+    def _progress(self, now: float) -> None:
+        """Tell the progress bar how far the run is at each server step (not only at evaluations, which may lie
+        many minutes apart), at most once a thousandth of the run, and at its end."""
+        fraction = min(now, self.total_time) / self.total_time
+        if fraction > self._shown and (fraction - self._shown >= 1e-3 or fraction == 1.0):
+            self._shown = fraction
+            report_progress(fraction)
 
     @property
     def next_eval(self) -> float:
@@ -116,6 +125,7 @@ class History:
     def record(self, now: float, model: Tensor, inclusive: bool = False, **extra) -> None:
         """Evaluate ``model`` for every grid time before ``now`` not yet recorded (``inclusive``: at ``now`` too,
         where ``model`` is what holds at ``now``, every step at ``now`` done)."""
+        self._progress(now)
         if not self.due(now, inclusive):
             return
         evaluation = self.queue.evaluate(model)
@@ -124,7 +134,6 @@ class History:
         while self.due(now, inclusive):
             self._rows.append((self._next, evaluation, row))
             self._next = round(self._next + self.eval_every, 9)
-        report_progress(min(now, self.total_time) / self.total_time)
         if self.target is not None and evaluation.value()["accuracy"] >= self.target:
             self.reached, self.reached_accuracy = first, evaluation.value()["accuracy"]
             raise TargetReached(first)
@@ -164,7 +173,8 @@ class History:
         self.counters.update(state["counters"])
         self.resumed_at = state["resumed_at"] + [now]
         self.wall_start = _wall.perf_counter() - state["wall"]
-        report_progress(min(now, self.total_time) / self.total_time, resumed=True)   # a head start, not speed
+        self._shown = min(now, self.total_time) / self.total_time
+        report_progress(self._shown, resumed=True)   # a head start, not speed
 
     @property
     def series(self) -> dict[str, list]:
