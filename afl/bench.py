@@ -26,6 +26,7 @@ from .errors import check, check_choice, check_int
 from .fleet import run_in_processes
 from .jobs import JobQueue
 from .models import build_model
+from .repro import favas, ghbm, qafel
 from .runtime import resolve_device
 from .strategies import STRATEGIES
 from .streams import ClientStreams
@@ -222,7 +223,6 @@ def _graphs_used(engine: LocalSGD) -> str:
 
 def fleet_grids() -> dict:
     """Experiments ``afl bench fleet`` can run: name -> paper module (grids of one model, dataset and batch size)."""
-    from .repro import favas, ghbm, qafel
     return {name: module for module, names in ((favas, favas.EXPERIMENTS), (ghbm, ghbm.SETTINGS),
                                                (qafel, qafel.EXPERIMENTS)) for name in names}
 

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections import OrderedDict
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from . import deadline
@@ -38,19 +40,23 @@ from .errors import ParameterError, check_real, env_number
 EVERY_S = 600.0
 
 
+#: the classes besides tensors and plain values that a checkpoint may hold, each declared where it is defined
+#: (:func:`checkpointable`)
+_HELD: list[type] = []
+
+
+def checkpointable(cls: type) -> type:
+    """Class decorator: a checkpoint may hold instances of ``cls`` (the unpickler builds no class not declared)."""
+    _HELD.append(cls)
+    return cls
+
+
 def safe_globals() -> list:
-    """What a checkpoint holds besides tensors and plain values: afl's round sampler, timeline, contacts and client
-    store, ``OrderedDict`` and ``bytes``, and numpy's random generators and arrays (as numpy pickles them)."""
-    from collections import OrderedDict
-
-    import numpy as np
-
-    from .algorithms.state import ClientState
-    from .sim.pool import Update
-    from .sim.schedule import Contact, RoundSampler
-    from .sim.timeline import Flush, Interval, Timeline
+    """What a checkpoint holds besides tensors and plain values: the classes declared :func:`checkpointable` (afl's
+    round sampler, timeline, contacts, pool updates and client store), ``OrderedDict`` and ``bytes``, and numpy's
+    random generators and arrays (as numpy pickles them)."""
     rng = np.random.default_rng(0)
-    return [RoundSampler, Timeline, Interval, Flush, Contact, Update, ClientState, OrderedDict, bytes,
+    return [*_HELD, OrderedDict, bytes,
             rng.__reduce__()[0], rng.bit_generator.__reduce__()[0], type(rng.bit_generator),
             np.random.SeedSequence, rng.bit_generator.seed_seq.__reduce__()[0],
             np.zeros(1).__reduce__()[0], np.ndarray, np.dtype,
@@ -131,4 +137,4 @@ class RunCheckpoint:
         self.path.with_name(self.path.name + ".part").unlink(missing_ok=True)
 
 
-__all__ = ["EVERY_S", "every_s", "safe_globals", "checkpointing", "boundary", "RunCheckpoint"]
+__all__ = ["EVERY_S", "every_s", "checkpointable", "safe_globals", "checkpointing", "boundary", "RunCheckpoint"]

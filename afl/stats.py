@@ -3,6 +3,8 @@
 table shows the value alone, never "± 0"."""
 from __future__ import annotations
 
+from math import lgamma, log, pi
+
 import numpy as np
 
 
@@ -26,7 +28,6 @@ def series_mean_std(series) -> tuple[np.ndarray, np.ndarray]:
 def t_quantile(p: float, df: int) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (p in (0.5, 1)): bisection on its CDF, the
     density integrated by Simpson's rule (no SciPy; 1e-6 close to the tables, e.g. 2.262 at 0.975 and df 9)."""
-    from math import lgamma, log, pi
     c = lgamma((df + 1) / 2) - lgamma(df / 2) - 0.5 * log(df * pi)
 
     def cdf(x: float) -> float:

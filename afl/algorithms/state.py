@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from ..checkpoint import checkpointable
 from ..errors import check
 
 
+@checkpointable
 class ClientState:
     """Per-client tensors by name: ``(n, P)`` tables on the model's device and dtype, created on first use."""
 

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from afl.data import augment as aug
 from afl.errors import check, check_int
 
 
@@ -79,7 +80,6 @@ class Dataset:
     def apply_augment(self, x: Tensor, noise: Tensor) -> Tensor:
         """Apply this dataset's training augmentation (``self.augment``) to a batch ``x`` (B, C, H, W), with
         each sample's random bits ``noise`` (B,) (:func:`afl.data.augment.augment_noise`)."""
-        from afl.data import augment as aug
         if self.augment is None:
             return x
         if self.augment == "flip":

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, replace
 from functools import partial as partial_fn
 from pathlib import Path
@@ -601,7 +602,6 @@ def report(result: dict, per_run: bool = True) -> str:
 
 def main() -> None:
     """``python -m afl.repro.qafel``: run the probe and print its table (about 10 s on 2 CPU cores)."""
-    import time
     t0 = time.perf_counter()
     outcomes = probe()
     print(f"{len(outcomes)} runs as one fleet in {time.perf_counter() - t0:.0f} s\n")

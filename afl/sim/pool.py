@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from afl.checkpoint import boundary
+from afl.checkpoint import boundary, checkpointable
 from afl.errors import check, check_int, check_real
 from afl.sim.clock import EventQueue
 from afl.sim.queues import FCFSQueues
@@ -52,6 +52,7 @@ class PoolTask:
         check_int("steps", self.steps, 1)
 
 
+@checkpointable
 @dataclass(frozen=True)
 class Update:
     """A finished request of ``task``: sent at ``sent`` with model version ``version``, served by ``client``

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from afl.checkpoint import boundary
+from afl.checkpoint import boundary, checkpointable
 from afl.errors import ParameterError, check_int, check_real
 from afl.sim._rng import generator
 from afl.sim.arrivals import ArrivalProcess
@@ -37,6 +37,7 @@ STEP, SERVER = 0, 1  # event priorities at equal times: clients finishing first,
 _EVENT = "__event__"  # an event in a saved policy state, by its number
 
 
+@checkpointable
 @dataclass(frozen=True)
 class Contact:
     """The server took ``client``'s update at ``time``: ``steps`` = E_i ^ K local steps computed on a model
@@ -403,6 +404,7 @@ def simulate_sync_schedule(profile: SpeedProfile, K: int, s: int, t_end: float, 
 SAMPLINGS = ("uniform", "cyclic")
 
 
+@checkpointable
 class RoundSampler:
     """Who takes part in round r (GHBM, Zaccone et al. 2024, Sec. 5 and App. C.9).
 

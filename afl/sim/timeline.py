@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from afl.checkpoint import checkpointable
 from afl.errors import check, check_int, check_real
 
 
+@checkpointable
 @dataclass(frozen=True)
 class Interval:
     """Client ``client`` was doing ``label`` from ``start`` to ``end`` (for model/task ``task``)."""
@@ -31,6 +33,7 @@ class Interval:
         return self.end - self.start
 
 
+@checkpointable
 @dataclass(frozen=True)
 class Flush:
     """The server emptied its buffer at ``time``; ``clients`` are the updates it held (FedBuff, FedAST)."""
@@ -40,6 +43,7 @@ class Flush:
     task: object = None
 
 
+@checkpointable
 class Timeline:
     """Intervals per client plus server steps and flushes; ``client_class`` maps client id -> class name."""
 
