@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import textwrap
 
+from .data import load_dataset
 from .plots import style
 from .repro.favas import compute_run, plot_accuracy, setting
 from .results import output_dir, progress_bar
+from .sim import plot_timeline
 
 #: the paper's four methods, FedBuff with its concurrency, FAVAS as written and with alpha_bar/alpha
 DEMO_METHODS = ("fedavg", "quafl", "fedbuff", "favas", "favas-normalized")
@@ -56,9 +58,6 @@ def caption(runs: list[dict], cfg) -> str:
 def run_demo(out="results/demo", quick: bool = False, root=None, seed: int = 0, progress: bool = True):
     """Run the demo's methods once, print the table, write the pictures and ``demo.json``; returns the paths."""
     from matplotlib.figure import Figure
-
-    from .data import load_dataset
-    from .sim import plot_timeline
 
     cfg = demo_setting(quick)
     out = output_dir(out)

@@ -38,7 +38,7 @@ from ..errors import check_choice, check_int, check_real
 from ..fleet import Outcome
 from ..models import MODEL_NAMES
 from ..papers import favas as paper
-from ..plots import style
+from ..plots import plot_bars, plot_curves, style
 from ..results import PartialRuns
 from ..runtime import resolve_device
 from ..stats import error_bars, mean_std, paired_difference, pm
@@ -365,7 +365,6 @@ def curves(runs: list[dict], key: str = "accuracy") -> dict:
 
 
 def plot_table2(rows: dict, ax=None, title="FAVAS Table 2 (MNIST): ours (bars) vs paper (black marks)"):
-    from ..plots import plot_bars
     values = {m: {s: v["mean"] for s, v in d.items()} for m, d in rows.items()}
     errors = {m: dict(zip(d, error_bars(v["std"] for v in d.values()))) for m, d in rows.items()}
     ref = {m: {s: v[0] for s, v in reference(m).items()} for m in rows if reference(m)}
@@ -374,7 +373,6 @@ def plot_table2(rows: dict, ax=None, title="FAVAS Table 2 (MNIST): ours (bars) v
 
 
 def plot_accuracy(runs: list[dict], ax=None, title=None):
-    from ..plots import plot_curves
     return plot_curves(curves(runs), ax=ax, ylabel="test accuracy (%)", scale=100, title=title)
 
 
@@ -393,7 +391,6 @@ def upload_curves(runs: list[dict]) -> dict:
 def plot_accuracy_vs_uploads(runs: list[dict], ax=None, title=None):
     """Accuracy against uploads, on a log scale: FAVAS's server contacts s clients every step and uploads far more
     than the buffered methods."""
-    from ..plots import plot_curves
     ax = plot_curves(upload_curves(runs), ax=ax, ylabel="test accuracy (%)", scale=100, title=title,
                      xlabel="uploads to the server (mean over seeds, log scale)")
     ax.set_xscale("log")
@@ -401,7 +398,6 @@ def plot_accuracy_vs_uploads(runs: list[dict], ax=None, title=None):
 
 
 def plot_variance(runs: list[dict], ax=None, title=None):
-    from ..plots import plot_curves
     return plot_curves(curves(runs, "variance"), ax=ax, ylabel=r"$\sum_i \|w_i - w\|^2$", logy=True, title=title)
 
 
