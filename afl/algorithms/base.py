@@ -102,10 +102,11 @@ class History:
         self._next = 0.0
         self._rows: list[tuple[float, Evaluation, dict]] = []
         self._shown = 0.0                       # the fraction of the run the progress bar was last told
+        self._done = 0.0                        # every server step before this simulated time is done
 
     def _progress(self, now: float) -> None:
-        """Tell the progress bar how far the run is at each server step (not only at evaluations, which may lie
-        many minutes apart), at most once a thousandth of the run, and at its end."""
+        """Tell the progress bar how far the run is (its server steps done up to ``now``) at each server step, not
+        only at evaluations, which may lie many minutes apart; at most once a thousandth of the run, and at its end."""
         fraction = min(now, self.total_time) / self.total_time
         if fraction > self._shown and (fraction - self._shown >= 1e-3 or fraction == 1.0):
             self._shown = fraction
@@ -125,7 +126,9 @@ class History:
     def record(self, now: float, model: Tensor, inclusive: bool = False, **extra) -> None:
         """Evaluate ``model`` for every grid time before ``now`` not yet recorded (``inclusive``: at ``now`` too,
         where ``model`` is what holds at ``now``, every step at ``now`` done)."""
-        self._progress(now)
+        # called before the step at ``now`` (whose training may not have run yet): the steps done end at the last call
+        self._progress(now if inclusive else self._done)
+        self._done = now
         if not self.due(now, inclusive):
             return
         evaluation = self.queue.evaluate(model)
@@ -173,7 +176,7 @@ class History:
         self.counters.update(state["counters"])
         self.resumed_at = state["resumed_at"] + [now]
         self.wall_start = _wall.perf_counter() - state["wall"]
-        self._shown = min(now, self.total_time) / self.total_time
+        self._shown, self._done = min(now, self.total_time) / self.total_time, now
         report_progress(self._shown, resumed=True)   # a head start, not speed
 
     @property
