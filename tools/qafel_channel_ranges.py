@@ -15,7 +15,6 @@ bits, and the uploads' mean relative error ``|Q(x) - x|^2 / |x|^2`` at 8, 4 and 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -28,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from afl.algorithms.qafel import QAFeL  # noqa: E402
 from afl.compress import make_quantizer  # noqa: E402
 from afl.repro import qafel as qr  # noqa: E402
-from afl.repro.runner import afl_commit, machine  # noqa: E402
+from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
 
 BITS = (8, 4, 2)
 EPS = float(torch.finfo(torch.float32).eps)
@@ -104,10 +103,7 @@ def main() -> int:
                f"({cfg.users} users, lr {cfg.lr:g}, dropout {cfg.dropout:g}), seed {args.seed}, {len(records)} uploads")
     result = {"command": command, "machine": machine("cpu"), "afl_commit": afl_commit(), "setting": setting,
               "eps": EPS, "windows": summary(records, args.window)}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "channel-ranges.json").write_text(json.dumps(result, indent=1) + "\n")
-    (out / "channel-ranges.md").write_text(markdown(result))
+    write_probe(result, args.out, "channel-ranges", markdown(result))
     print(markdown(result))
     return 0
 

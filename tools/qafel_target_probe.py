@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from afl.repro import qafel as qr  # noqa: E402
-from afl.repro.runner import afl_commit, machine  # noqa: E402
+from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
 
 #: the paper's FedBuff uploads to its 90 % target on CelebA, thousands (mean, std; Table 1, afl.papers.qafel)
 PAPER_FEDBUFF_K, PAPER_FEDBUFF_STD = qr.PAPER_TABLE1["fedbuff"]
@@ -114,10 +114,7 @@ def main() -> int:
               "best_accuracy": best, "chosen": choose(candidates),
               "curves": [{"uploads": list(map(int, c["uploads"])), "accuracy": list(map(float, c["accuracy"]))}
                          for c in curves]}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "target-probe.json").write_text(json.dumps(result, indent=1) + "\n")
-    (out / "target-probe.md").write_text(markdown(result))
+    write_probe(result, args.out, "target-probe", markdown(result))
     print(markdown(result))
     return 0
 

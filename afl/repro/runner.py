@@ -532,8 +532,23 @@ def write_files(result: dict, out, report: Callable[[dict], str], figure: Callab
     writers = [lambda p: p.write_text(report(result) + "\n"), lambda p: figure(result).savefig(p, dpi=dpi)]
     if write_json:
         writers.insert(0, lambda p: p.write_text(json.dumps(result, indent=1)))
-    for path, write in zip(paths[-len(writers):], writers):      # each whole or not at all: a temporary, renamed
-        part = path.with_name(f".{path.stem}.part{path.suffix}")
-        write(part)
-        os.replace(part, path)
+    for path, write in zip(paths[-len(writers):], writers):
+        _write_whole(path, write)
     return paths
+
+
+def write_probe(result: dict, out, name: str, markdown: str) -> list[Path]:
+    """A probe's (``tools/``) ``OUT/<name>.json`` (``result``) and ``OUT/<name>.md`` (``markdown``), each whole."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.json", out / f"{name}.md"]
+    _write_whole(paths[0], lambda p: p.write_text(json.dumps(result, indent=1) + "\n"))
+    _write_whole(paths[1], lambda p: p.write_text(markdown))
+    return paths
+
+
+def _write_whole(path: Path, write: Callable[[Path], object]) -> None:
+    """``write(path)`` whole or not at all: into a temporary beside it, then renamed."""
+    part = path.with_name(f".{path.stem}.part{path.suffix}")
+    write(part)
+    os.replace(part, path)
