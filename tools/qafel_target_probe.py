@@ -89,12 +89,12 @@ def main() -> int:
                         "reached)")
     p.add_argument("--curves", help="a probe's JSON whose FedBuff curves to read instead of running them again")
     args = p.parse_args()
-    cfg = qr.setting("qafel-table1", quick=args.quick, max_uploads=args.uploads, target=1.0, methods=("fedbuff",))
     if args.curves:
         saved = json.loads(Path(args.curves).read_text())
         curves, seeds, command, setting = saved["curves"], saved["seeds"], saved["command"], saved["setting"]
         machine_of, commit = saved["machine"], saved["afl_commit"]
     else:
+        cfg = qr.setting("qafel-table1", quick=args.quick, max_uploads=args.uploads, target=1.0, methods=("fedbuff",))
         outcomes = qr.run_grid(cfg, [(None, "fedbuff", s) for s in args.seeds])
         for o in outcomes:
             if not o.ok:
