@@ -11,6 +11,7 @@ import pytest
 
 from afl import claims as c
 from afl import scoreboard as sb
+from afl.scoreboard import qafel as qafel_board
 from afl.cli import main
 from afl.papers import PAPERS
 from afl.repro import EXPERIMENTS, PAPER_FOLDERS, canonical_out, committed, repo_root
@@ -478,3 +479,27 @@ def test_qafel_claims_between_rows_read_the_merged_paper_table_only_where_it_hol
     for claim in ("qafel-fig4-saves-upload", "qafel-fig4-saves-broadcast"):
         assert v[claim]["result"] == "results/qafel/table1/qafel-table1.json"
         assert "not in the result" not in v[claim]["afl"]["text"]
+
+
+def test_a_failing_qafel_table1_claim_is_probed_at_the_papers_load_by_its_own_rule(tmp_path):
+    """Table 1 at the paper's load (table1/paper-load, the 91 % target) probes a failing claim with the claim's own
+    measure and rule: 2/2 at 3.6× FedBuff's uploads there explains the 85 % table's smaller ratio; a claim whose rows
+    the load table lacks is probed as not run; exact message sizes have no probe."""
+    _qafel_table1(tmp_path, "paper/qafel-table1")
+    v = _verdicts(tmp_path)
+    assert v["qafel-2-2-more-uploads"]["status"] == c.OPEN
+    assert v["qafel-2-2-more-uploads"]["probe"]["judgement"].startswith("not run")
+    load = json.loads((commit(tmp_path, "qafel/table1/paper/qafel-table1", dest="qafel/table1/paper-load/qafel-table1",
+                              methods=("fedbuff", "qafel_c2_s2"))).read_text())
+    for run in load["runs"]:
+        run["uploads_to_target"] *= 3.6 if run["method"] == "qafel_c2_s2" else 1.0
+    (tmp_path / "results/qafel/table1/paper-load/qafel-table1.json").write_text(json.dumps(load))
+    v = _verdicts(tmp_path)
+    two = v["qafel-2-2-more-uploads"]
+    assert two["result"] == "results/qafel/table1/paper/qafel-table1.json"     # the claim still reads 85 %
+    assert two["status"] == c.EXPLAINED and two["probe"]["judgement"] == "holds"
+    assert two["probe"]["result"] == "results/qafel/table1/paper-load/qafel-table1.json"
+    assert v["qafel-more-uploads-s4"]["probe"]["judgement"].startswith("not run")      # 2/4 and 4/4 not in it
+    from_table1 = [k for k in qafel_board.CLAIMS if k.id.startswith("qafel-t1-") or k.result == qafel_board.T1_PAPER]
+    assert {k.probe is None for k in from_table1 if k.exact} == {True}                # message sizes: none
+    assert {k.probe.result for k in from_table1 if not k.exact} == {qafel_board.T1_LOAD}

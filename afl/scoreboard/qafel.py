@@ -4,9 +4,13 @@ sizes as exact counts) and the numbers Sec. 4 and App. E state for Figs 3 and 4,
 A claim reads the most paper-like committed result that holds every row it needs: a row's own run at the paper's
 protocol (``table1/paper/<method>``, ``table2/paper/<method>``: 2,500 users, the 85 % target, 150,000 uploads at
 most) where it is committed, then the 2,500-user Table 1 (``table1/2500-users``) where it holds the row, else the
-quick Table 1 (300 users)."""
-from ..claims import (Claim, Constant, Effect, Exact, GeoMean, Level, Mean, Number, Over, Pooled, Range, Run, Runs,
-                      Times)
+quick Table 1 (300 users).
+
+Where a claim of Table 1 fails there, its probe reads the same measure by the same rule from Table 1 at the paper's
+load (``table1/paper-load``): the 91 % target, at which FedBuff needs about CelebA's uploads (:data:`T1_LOAD`). A
+claim explained so is never reproduced: its probe's target is not the paper's."""
+from ..claims import (Claim, Constant, Effect, Exact, GeoMean, Level, Mean, Number, Over, Pooled, Probe, Range, Run,
+                      Runs, Times)
 from ..papers import qafel as paper
 from ..repro import qafel as repro
 
@@ -15,6 +19,13 @@ T1, T1_USERS, T2, FIG3 = ("qafel/table1/qafel-table1", "qafel/table1/2500-users/
 #: Table 1's rows at the paper's protocol in one result, merged from the rows' own runs (``table1/paper/<method>``)
 #: by ``afl repro qafel-table1 --seeds 3 --set methods=... --reuse ...`` (computes nothing: results/qafel/README.md)
 T1_PAPER = "qafel/table1/paper/qafel-table1"
+#: Table 1 at the paper's load: the 2,500-user protocol to the 91 % target, where FedBuff needs about CelebA's 26.1 k
+#: uploads; the target was chosen by a rule fixed before any bit row ran, on calibration seeds 100 and 101 that no
+#: table uses (``tools/qafel_target_probe.py``, ``results/qafel/target-probe``)
+T1_LOAD = "qafel/table1/paper-load/qafel-table1"
+_LOAD = ("the same measure and rule at the paper's load (the 91 % target, where FedBuff's uploads are CelebA's: "
+         "its calibration, on seeds 100 and 101, not these): where it holds, the 85 % target is too light a task on "
+         "the substitute to show the difference")
 #: the rows the 2,500-user result holds
 IN_USERS = ("fedbuff", "qafel_c4_s4", "qafel_c2_s2")
 BITS = (8, 4, 2)
@@ -52,9 +63,16 @@ def _run(experiment: str, method: str) -> Run:
     return Run(experiment, (("methods", (method,)),), seeds=paper.SEEDS, out=f"results/qafel/{table}/paper/{method}")
 
 
-def _cells(table, rows: dict, result_of, experiment: str) -> list[Claim]:
+def _at_load(rule, measure) -> Probe | None:
+    """A claim of Table 1's probe: ``measure`` and ``rule`` again, at the paper's load (:data:`T1_LOAD`); none for
+    an exact count, which no target moves."""
+    return None if isinstance(rule, Exact) else Probe(T1_LOAD, measure, rule, _LOAD)
+
+
+def _cells(table, rows: dict, result_of, experiment: str, probed: bool = False) -> list[Claim]:
     """Each row's uploads (a level) and message sizes (exact): read from the row's paper-protocol run
-    (:func:`_run`'s folder) where committed, else from ``result_of(method)``."""
+    (:func:`_run`'s folder) where committed, else from ``result_of(method)``; ``probed``: the uploads probed at the
+    paper's load (:func:`_at_load`)."""
     out = []
     for row, method in rows.items():
         run = _run(experiment, method)
@@ -63,7 +81,8 @@ def _cells(table, rows: dict, result_of, experiment: str) -> list[Claim]:
         measure = Mean(uploads(method))
         out.append(Claim(f"qafel-t{experiment[-1]}-{method}-uploads", "QAFeL", n.where,
                          f"{row} needs the paper's uploads to the target", Level(n), measure, result, run,
-                         earlier=((result_of(method), measure),), data=DATA, unit="k uploads"))
+                         earlier=((result_of(method), measure),), data=DATA, unit="k uploads",
+                         probe=_at_load(Level(n), measure) if probed else None))
         for column, field in ((KB_UP, "kb_per_upload"), (KB_DOWN, "kb_per_download")):
             n, measure = table[row, column], Constant(Runs(where(method), (field,)))
             out.append(Claim(f"qafel-t{experiment[-1]}-{method}-{field}", "QAFeL", n.where, f"{row}: {column} as the "
@@ -74,11 +93,11 @@ def _cells(table, rows: dict, result_of, experiment: str) -> list[Claim]:
 
 def _between_rows(id_: str, statement, text: str, rule, measure, result: str, methods: tuple, **fields) -> Claim:
     """A claim between Table 1's rows ``methods``, read from the merged paper-protocol Table 1 (:data:`T1_PAPER`)
-    where it holds every row the claim needs, else from ``result``; the plan lists it under the first of its rows'
-    paper-protocol runs not yet committed."""
+    where it holds every row the claim needs, else from ``result``, and probed at the paper's load where it fails
+    (:func:`_at_load`); the plan lists it under the first of its rows' paper-protocol runs not yet committed."""
     first, *rest = (_run("qafel-table1", m) for m in methods)
     return Claim.stated(id_, statement, text, rule, measure, T1_PAPER, first, earlier=((result, measure),),
-                        needs=tuple(rest), data=DATA, unit="×", **fields)
+                        needs=tuple(rest), data=DATA, unit="×", probe=_at_load(rule, measure), **fields)
 
 
 def _t1(method_row: str, column: str = UPLOADS) -> float:
@@ -130,7 +149,7 @@ def _saves(id_: str, text: str, low: float, down: bool) -> Claim:
 
 _MORE = _t1("client 2-bit qsgd, server 2-bit qsgd") / _t1("FedBuff")
 CLAIMS = (
-    *_cells(paper.TABLE1, ROWS1, _result, "qafel-table1"),
+    *_cells(paper.TABLE1, ROWS1, _result, "qafel-table1", probed=True),
     *_cells(paper.TABLE2, ROWS2, lambda m: T2, "qafel-table2"),
     _fig3("qafel-fig3-updates", paper.FIG3, "QAFeL 4/4 needs 1–1.5 times FedBuff's client updates, every concurrency "
           "(100, 500, 1000), seed by seed: with messages 7.616 times smaller, the paper's 5.2–8 times fewer MB "
