@@ -138,12 +138,14 @@ _watching: RunProgress | None = None
 
 class RunProgress:
     """The bar of a grid's runs. It moves as each run's simulated time advances (:func:`report_progress`), not
-    only as runs end, so that a run of an hour shows its own progress: ``3.42/16 runs``."""
+    only as runs end, so that a run of an hour shows its own progress: ``3.42/16 runs``. ``at_most``: runs may stop
+    before their end (at a target), so the time left is a bound: ``[12:00, at most 2:30:00 left]``."""
 
-    def __init__(self, total: int, enabled: bool = True, done: int = 0, description: str = "", **bar_options):
+    def __init__(self, total: int, enabled: bool = True, done: int = 0, description: str = "", at_most: bool = False,
+                 **bar_options):
+        left = "{elapsed}, at most {remaining} left" if at_most else "{elapsed}<{remaining}"
         self.bar = progress_bar(total, enabled, desc=description,
-                                bar_format="{l_bar}{bar}| {n:.2f}/{total} runs [{elapsed}<{remaining}]",
-                                **bar_options)
+                                bar_format="{l_bar}{bar}| {n:.2f}/{total} runs [" + left + "]", **bar_options)
         self.done = done
         self.live: dict = {}
         self._show(counted=False)

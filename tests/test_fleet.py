@@ -163,6 +163,15 @@ def test_the_grid_bar_counts_finished_runs_and_fractions_of_live_ones():
     assert "3.50/4 runs" in out.getvalue()
 
 
+def test_the_grid_bar_of_runs_that_stop_at_a_target_gives_time_left_as_a_bound():
+    """Runs that may stop before their end (QAFeL's, at a target): the time left is shown as at most."""
+    for at_most, shown in ((True, ", at most "), (False, "<")):
+        out = io.StringIO()
+        with RunProgress(2, file=out, mininterval=0, at_most=at_most) as progress:
+            progress.advance("x", 0.5)
+        assert shown in out.getvalue().split("0.50/2 runs")[1]
+
+
 def test_the_grid_bar_ends_exactly_at_its_total():
     """Fractions reported in tenths, then the runs' ends: the bar lands on the total, not float rounding past it
     (which tqdm warns of, and shows as a negative time left)."""

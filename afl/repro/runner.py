@@ -78,7 +78,8 @@ def compute(grid: Grid, *, done=(), partial: PartialRuns | None = None, progress
     work = partial_fn(grid.work, checkpoints=str(checkpoints)) if grid.checkpoints and checkpoints else grid.work
     failed = []
     with RunProgress(len(grid.keys), progress, done=len(grid.keys) - len(todo),
-                     description="fleet" if fleet else "one by one") as bar:
+                     description="fleet" if fleet else "one by one",
+                     at_most=getattr(grid.cfg, "target", None) is not None) as bar:
         def finished(outcome) -> None:
             if outcome.ok:
                 have[outcome.key] = outcome.value
