@@ -426,10 +426,11 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("plan", help="the paper-scale runs the scoreboard lacks: their cost, and a runner for a job "
                                     "with a time limit",
                        description="list (default): every run that decides a claim the scoreboard shows as not run "
-                                   "or at reduced scale, headline claims first, with its client steps and its "
-                                   "minutes on each kind of machine from measured rates (results/measurements/"
-                                   "rates.json; each with its source). run: run the jobs (or those named) one after "
-                                   "the other into --out under --time-limit; the same command goes on from there. "
+                                   "or at reduced scale, or the probe of one that differs, headline claims first, "
+                                   "with its client steps and its minutes on each kind of machine from measured rates "
+                                   "(results/measurements/rates.json; each with its source). run: run the jobs (or "
+                                   "those named) one after the other into --out under --time-limit; the same command "
+                                   "goes on from there. "
                                    "archive: pack --out's job folders into --to within the limits given.")
     q.add_argument("action", nargs="?", choices=["list", "run", "archive"], default="list", help="default: list")
     q.add_argument("jobs", nargs="*", metavar="JOB",

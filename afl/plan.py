@@ -3,7 +3,8 @@ machine, and a runner for a job with a time limit (a Slurm allocation, a Colab s
 
 A **job** is the exact ``afl repro`` invocation that decides one or more claims the scoreboard shows as *not run*
 or decided at *reduced* scale (:mod:`afl.scoreboard`): the claims' own paper-scale run, or for a claim whose result
-is merged from several runs the first of them not yet committed (:func:`wanting`). Jobs deciding a paper's
+is merged from several runs the first of them not yet committed (:func:`wanting`), or the run of the probe of a
+claim that differs, where its probe is not run yet (:attr:`afl.claims.Probe.run`). Jobs deciding a paper's
 headline claim come first (``HEADLINE`` of each binding module), then the rest by claims decided per client step.
 A job's client steps are the bound afl checks a command's work with (:func:`afl.repro.estimate`: an asynchronous
 run's clients training without a pause until its horizon, so *at most*); its minutes on a kind of machine are its
@@ -44,7 +45,8 @@ MIN_START_S = 30.0
 @dataclass(frozen=True)
 class Job:
     """``run`` (a claim's paper-scale :class:`~afl.claims.Run`), the ``claims`` it decides, whether one of them is a
-    paper's ``headline``, and ``why`` each is wanting (``not run`` or ``reduced``)."""
+    paper's ``headline``, and ``why`` each is wanting (``not run``, ``reduced``, or ``probe not run``: the run of
+    the probe of a claim that differs)."""
 
     run: Run
     claims: tuple
@@ -116,6 +118,9 @@ def jobs(root: Path) -> list[Job]:
                 found.setdefault(wanting(claim, results), []).append((claim.id, "not run"))
             elif row["scale"]["rerun_lifts"]:          # reduced only by its data: no rerun lifts it, no job
                 found.setdefault(wanting(claim, results), []).append((claim.id, "reduced"))
+            probe = row.get("probe")
+            if claim.probe and claim.probe.run and probe and probe["afl"] is None:
+                found.setdefault(claim.probe.run, []).append((claim.id, "probe not run"))
     out = [Job(run, tuple(c for c, _ in rows), any(c in HEADLINE for c, _ in rows), tuple(w for _, w in rows))
            for run, rows in found.items()]
     steps = {job: job.work().cost for job in out}

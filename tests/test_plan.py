@@ -32,9 +32,9 @@ def jobs():
 # -- the plan ---------------------------------------------------------------------------------------------------------
 def test_the_plan_holds_every_claim_not_run_or_reduced_headline_first(jobs):
     """Each claim the board shows as not run (afl can compute it) or decided at a scale its command can lift (a
-    field or fewer seeds than the paper's) is in exactly one job, the run it waits for; no other claim is -- one
-    reduced only by its data (a substitute afl has in place of the paper's) is none; the jobs deciding a headline
-    claim come first."""
+    field or fewer seeds than the paper's) is in exactly one job, the run it waits for, and in its probe's run
+    where its probe is not run; no other claim is -- one reduced only by its data (a substitute afl has in place of
+    the paper's) is none; the jobs deciding a headline claim come first."""
     results = Results(ROOT)
     wanted, other_data = set(), set()
     for claims in papers().values():
@@ -48,6 +48,8 @@ def test_the_plan_holds_every_claim_not_run_or_reduced_headline_first(jobs):
                 wanted.add((c.id, plan.wanting(c, results)))
             elif scale.get("reduced"):
                 other_data.add(c.id)
+            if c.probe and c.probe.run and row.get("probe") and row["probe"]["afl"] is None:
+                wanted.add((c.id, c.probe.run))
     assert {(c, j.run) for j in jobs for c in j.claims} == wanted
     assert {"beyond-fadas-beats-fedbuff-noniid_2of3_fast", "beyond-ca2fl-beats-fedbuff-noniid_1of9_fast"} <= other_data
     assert len({j.run for j in jobs}) == len(jobs) and len({j.name for j in jobs}) == len(jobs)
@@ -85,6 +87,23 @@ def test_a_claim_between_rows_run_apart_is_listed_under_the_row_it_waits_for(tmp
     assert listed() == ["qafel-table1-paper-qafel_c2_s8"]
     commit(tmp_path, "qafel/table1/paper/qafel_c2_s8/qafel-table1")
     assert listed() == ["qafel-table1-paper-qafel_c4_s8"]
+
+
+def test_a_claim_that_differs_is_listed_under_its_probes_run_until_the_probe_is_run(tmp_path):
+    """QAFeL's 2/2-against-FedBuff claim differs at the 85 % target: its probe at the paper's load is a job of the
+    plan (``probe not run``) until a result holding both rows at the 91 % target is committed."""
+    claim = "qafel-2-2-more-uploads"
+
+    def listed():
+        return [(j.name, j.why[j.claims.index(claim)]) for j in plan.jobs(tmp_path) if claim in j.claims]
+
+    commit(tmp_path, "qafel/table1/paper/qafel-table1")
+    assert listed() == [("qafel-table1-paper-load", "probe not run")]
+    job = next(j for j in plan.jobs(tmp_path) if j.name == "qafel-table1-paper-load")
+    assert job.command == "afl repro qafel-table1 --seeds 3 --set target=0.91 --out results/qafel/table1/paper-load"
+    commit(tmp_path, "qafel/table1/paper/qafel-table1", dest="qafel/table1/paper-load/qafel-table1",
+           methods=("fedbuff", "qafel_c2_s2"))
+    assert listed() == []
 
 
 def test_every_claim_reads_the_result_its_paper_scale_run_writes():

@@ -44,13 +44,15 @@ class Run:
 class Probe:
     """A committed result that explains a difference: read with ``measure`` from ``result``, decided by ``rule``;
     ``why`` says in a sentence what it shows; ``earlier``: ``(result, measure)`` pairs read, in order, where
-    ``result`` is not committed or does not cover it (as :attr:`Claim.earlier`)."""
+    ``result`` is not committed or does not cover it (as :attr:`Claim.earlier`); ``run``: what computes ``result``,
+    where the plan of paper-scale runs should list it while the probe of an open claim is not run (:mod:`afl.plan`)."""
 
     result: str
     measure: object
     rule: object
     why: str
     earlier: tuple = ()
+    run: Run | None = None
 
 
 @dataclass(frozen=True)
