@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from afl.scoreboard import qafel as board
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -39,3 +41,9 @@ def test_the_committed_probe_follows_its_rule_from_its_curves():
     assert result["chosen"] == probe.choose(result["candidates"], result["paper_fedbuff_k"])
     chosen = next(c for c in result["candidates"] if c["target"] == result["chosen"])
     assert 0.5 < np.mean(chosen["uploads"]) / 1000 / result["paper_fedbuff_k"] < 2
+
+
+def test_the_scoreboards_paper_load_probe_runs_at_the_committed_probes_target():
+    """The scoreboard's Table 1 at the paper's load is computed at the target this probe chose, not one typed apart."""
+    result = json.loads((ROOT / "results/qafel/target-probe/target-probe.json").read_text())
+    assert dict(board.LOAD_RUN.overrides)["target"] == result["chosen"]
