@@ -100,7 +100,9 @@ def test_a_claim_that_differs_is_listed_under_its_probes_run_until_the_probe_is_
     commit(tmp_path, "qafel/table1/paper/qafel-table1")
     assert listed() == [("qafel-table1-paper-load", "probe not run")]
     job = next(j for j in plan.jobs(tmp_path) if j.name == "qafel-table1-paper-load")
-    assert job.command == "afl repro qafel-table1 --seeds 3 --set target=0.91 --out results/qafel/table1/paper-load"
+    rows = ",".join(["fedbuff"] + [f"qafel_c{c}_s{s}" for c in (8, 4, 2) for s in (8, 4, 2)])
+    assert job.command == (f"afl repro qafel-table1 --seeds 3 --set methods={rows} --set target=0.91 "
+                           "--out results/qafel/table1/paper-load")
     commit(tmp_path, "qafel/table1/paper/qafel-table1", dest="qafel/table1/paper-load/qafel-table1",
            methods=("fedbuff", "qafel_c2_s2"))
     assert listed() == []
