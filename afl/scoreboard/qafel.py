@@ -81,11 +81,11 @@ def _cells(table, rows: dict, result_of, experiment: str, probed: bool = False) 
         run = _run(experiment, method)
         result = f"{run.out.removeprefix('results/')}/{experiment}"
         n = table[row, UPLOADS]
-        measure = Mean(uploads(method))
+        measure, rule = Mean(uploads(method)), Level(n)
         out.append(Claim(f"qafel-t{experiment[-1]}-{method}-uploads", "QAFeL", n.where,
-                         f"{row} needs the paper's uploads to the target", Level(n), measure, result, run,
+                         f"{row} needs the paper's uploads to the target", rule, measure, result, run,
                          earlier=((result_of(method), measure),), data=DATA, unit="k uploads",
-                         probe=_at_load(Level(n), measure) if probed else None))
+                         probe=_at_load(rule, measure) if probed else None))
         for column, field in ((KB_UP, "kb_per_upload"), (KB_DOWN, "kb_per_download")):
             n, measure = table[row, column], Constant(Runs(where(method), (field,)))
             out.append(Claim(f"qafel-t{experiment[-1]}-{method}-{field}", "QAFeL", n.where, f"{row}: {column} as the "
