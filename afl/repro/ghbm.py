@@ -351,8 +351,8 @@ def split_alpha(split: str) -> float:
     raise ParameterError("splits", split, "'noniid', 'iid' or 'alpha=<a>' with a >= 0")
 
 
-#: experiments with a GhbmSetting -> (paper setting, quick setting). Quick: Fashion-MNIST and an MLP on 2 CPU cores, 150 rounds,
-#: one seed (a few minutes); the CPU setting used for the committed results raises ``rounds`` with ``--set``.
+#: experiments with a GhbmSetting -> (paper setting, quick setting). Quick: Fashion-MNIST and an MLP on 2 CPU cores,
+#: 150 rounds, one seed (a few minutes); the committed CPU results raise ``rounds`` with ``--set``.
 _QUICK = dict(dataset="fashion-mnist", model="mlp200", rounds=150, eval_every=10, last=30, seeds=1)
 PROBE_TAUS = (1, 2, 5, 10, 20, 40)
 QUICK_METHODS = ("fedavg", "scaffold", "mimemom", "fedcm", "fedcm-full", "ghbm", "localghbm", "fedhbm")
@@ -563,8 +563,9 @@ def table(runs: list[dict]) -> dict:
             costs = [cost_to_reach(r, fedavg[(split, r["seed"])]) for r in rs if (split, r["seed"]) in fedavg]
             hit = [c for c in costs if c is not None]
             if costs:
-                cell["to_fedavg"] = {"reached": len(hit), "of": len(costs), **({
-                    k: float(np.mean([c[k] for c in hit])) for k in ("rounds", "bytes", "client_steps")} if hit else {})}
+                keys = ("rounds", "bytes", "client_steps") if hit else ()
+                means = {k: float(np.mean([c[k] for c in hit])) for k in keys}
+                cell["to_fedavg"] = {"reached": len(hit), "of": len(costs), **means}
             out[name][split] = cell
     return out
 
@@ -658,6 +659,7 @@ def row_style(name: str, cfg: dict) -> dict:
 def plot_result(result: dict, fig) -> None:
     """Accuracy against rounds per method and split (mean over seeds; bands ± std), and the final accuracies
     (GHBM's tau sweep: final accuracy against tau)."""
+    from matplotlib.patches import Patch
     from matplotlib.ticker import NullLocator
     runs, cfg = result["runs"], result["config"]
     splits = list(cfg["splits"])
@@ -694,12 +696,11 @@ def plot_result(result: dict, fig) -> None:
         ax.axvline(1 / cfg["participation"], color="black", linestyle=":", lw=1, label="τ = 1/C")
         ax.set(xscale="log", xlabel="τ (rounds averaged into the momentum)", ylabel="final test accuracy (%)",
                title=f"GHBM: final accuracy (mean of the last {cfg['last']} rounds) vs τ"
-               + (f"; bars: ± std over {cfg['seeds']} seeds" if cfg["seeds"] > 1 else ""))
+               + (f"\nbars: ± std over {cfg['seeds']} seeds" if cfg["seeds"] > 1 else ""))
         ax.set_xticks([int(t) for t in taus], taus)
         ax.xaxis.set_minor_locator(NullLocator())
         ax.legend(fontsize=7)
     else:
-        from matplotlib.patches import Patch
         rows = result["rows"]
         names = list(rows)
         x = np.arange(len(names))
