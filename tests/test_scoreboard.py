@@ -11,7 +11,7 @@ import pytest
 
 from afl import claims as c
 from afl import scoreboard as sb
-from afl.scoreboard import qafel as qafel_board
+from afl.scoreboard import ghbm as ghbm_board, qafel as qafel_board
 from afl.cli import main
 from afl.papers import PAPERS
 from afl.repro import EXPERIMENTS, PAPER_FOLDERS, canonical_out, committed, repo_root
@@ -444,6 +444,35 @@ def test_any_afl_command_turns_an_unexpected_error_into_one_line(monkeypatch, ca
     monkeypatch.setenv("AFL_TRACEBACK", "1")
     with pytest.raises(TypeError):
         main(["report"])
+
+
+def _tau_sweep(root, dest: str, lead: dict) -> None:
+    """The committed τ sweep at ``dest`` (under results/, no .json), ``lead[tau]`` added to every seed's final
+    accuracy at that τ."""
+    sweep = json.loads(commit(root, "ghbm/tau/ghbm-tau", dest=dest).read_text())
+    for run in sweep["runs"]:
+        run["final"] += lead.get(run["tau"], 0.0)
+    (root / f"results/{dest}.json").write_text(json.dumps(sweep))
+
+
+def test_a_failing_tau_claim_is_probed_by_its_own_rule_on_the_longer_sweep(tmp_path):
+    """Fig. 2's τ claims read the 300-round sweep; their probe is the claims' own measure and rule on the
+    1,000-round sweep (``TAU_LONG``): not run until it is committed; where τ = 10 leads every seed there, it explains
+    them; where τ = 1 does, they stay open."""
+    _tau_sweep(tmp_path, "ghbm/tau/ghbm-tau", {1: 0.05})              # τ = 1 best in every seed: both fail
+    v = _verdicts(tmp_path)
+    for id_ in ("ghbm-tau-crucial", "ghbm-best-tau"):
+        assert v[id_]["status"] == c.OPEN and v[id_]["probe"]["judgement"].startswith("not run")
+    _tau_sweep(tmp_path, ghbm_board.TAU_LONG, {10: 0.05})
+    v = _verdicts(tmp_path)
+    for id_ in ("ghbm-tau-crucial", "ghbm-best-tau"):
+        assert v[id_]["status"] == c.EXPLAINED and v[id_]["probe"]["judgement"] == "holds"
+        assert v[id_]["result"] == "results/ghbm/tau/ghbm-tau.json"           # the claim still reads 300 rounds
+        assert v[id_]["probe"]["result"] == f"results/{ghbm_board.TAU_LONG}.json"
+    _tau_sweep(tmp_path, ghbm_board.TAU_LONG, {1: 0.05})
+    v = _verdicts(tmp_path)
+    for id_ in ("ghbm-tau-crucial", "ghbm-best-tau"):
+        assert v[id_]["status"] == c.OPEN and v[id_]["probe"]["judgement"].startswith("fails")
 
 
 def _qafel_table1(root, *names, rows=None):
