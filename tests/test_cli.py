@@ -339,6 +339,23 @@ def test_reuse_takes_identical_runs_and_replot_computes_nothing(tiny_experiment,
     assert "Where the runs were computed" not in (out / "favas-table2.md").read_text()
 
 
+def test_more_seeds_grow_a_result_in_place_from_its_own_runs(tiny_experiment, monkeypatch, tmp_path):
+    """docs/running.md: a job too short for every seed commits the seeds it finished; ``--seeds 2 --reuse`` of that
+    result into the same folder computes the second seed only, and its first seed's runs are the ones saved."""
+    fr = tiny_experiment
+    out = tmp_path / "res"
+    assert main(["repro", "favas-table2", "--seeds", "1", "--out", str(out)]) == 0
+    first = json.loads((out / "favas-table2.json").read_text())["runs"]
+    real, computed = fr.compute_run, []
+    monkeypatch.setattr(fr, "compute_run", lambda *a, **k: computed.append(1) or real(*a, **k))
+    argv = ["repro", "favas-table2", "--seeds", "2", "--out", str(out), "--reuse", str(out / "favas-table2.json")]
+    assert main(argv + ["--no-fleet"]) == 0
+    grown = json.loads((out / "favas-table2.json").read_text())
+    assert grown["reused_runs"] == len(first) == len(computed) and len(grown["runs"]) == 2 * len(first)
+    kept = [r for r in grown["runs"] if "source" in r]
+    assert [{k: v for k, v in r.items() if k != "source"} for r in kept] == first
+
+
 def test_set_changes_the_setting_and_is_recorded_in_the_command(tiny_experiment, tmp_path):
     out = tmp_path / "r"
     argv = ["repro", "favas-table2", "--out", str(out), "--set", "total_time=20.0", "--set", "K=2", "--set",
