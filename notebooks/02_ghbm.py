@@ -416,7 +416,8 @@ for folder in sorted(runs.glob("*-*iid")):
     (row,) = result["rows"].values()                       # one method a folder (GHBM's row names its tau)
     five[method, split] = row[split]["per_seed"]
     paper[method, split] = result["paper"].get(method, ["–", "–"])[0 if split == "noniid" else 1]
-    print(f"{method:>9} {split:>6}: {pm(*mean_std(five[method, split]))} % over {len(five[method, split])} seeds "
+    n = len(five[method, split])
+    print(f"{method:>9} {split:>6}: {pm(*mean_std(five[method, split]))} % over {n} seed{'s' if n > 1 else ''} "
           f"(ours); paper {paper[method, split]} % (reference)")
 if ("fedavg", "noniid") in five and ("fedhbm", "noniid") in five:
     gain = paired_difference(five["fedhbm", "noniid"], five["fedavg", "noniid"])
@@ -430,8 +431,9 @@ if ("fedavg", "noniid") in five and ("fedhbm", "noniid") in five:
 # paired gain's interval holds the paper's gain: the scoreboard calls those claims reproduced. FedAvgM and SCAFFOLD
 # stay several points below the paper's with five seeds as with one, a gap the seeds cannot explain; AdaBest sits
 # several points *above* it. The probes below explain FedAvgM's gap by its server step and AdaBest's by its server
-# β; SCAFFOLD's stays open. The other rows of the column keep one seed or none; their 5-seed runs are jobs of
-# `afl plan`.
+# β; SCAFFOLD's stays open. FedProx's IID row grows seed by seed on a 2-core CPU (about an hour a seed; the
+# line says how many so far), a committed result that each next seed's job extends. The other rows of the column
+# keep one seed or none; their 5-seed runs are jobs of `afl plan`.
 
 # %% [markdown]
 # **Is SCAFFOLD's gap the authors' code?** Their server adds every sampled client's control change to its control
