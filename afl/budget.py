@@ -55,6 +55,12 @@ class Work:
         return Work(self.client_steps * runs, self.evaluations * runs, self.steps_set_by, self.evaluations_set_by,
                     self.runs * runs, None if self.gradients is None else self.gradients * runs)
 
+    def share(self, runs: int) -> "Work":
+        """The work of ``runs`` of these runs, all alike (``runs`` of :attr:`runs`)."""
+        f = runs / self.runs
+        return Work(self.client_steps * f, self.evaluations * f, self.steps_set_by, self.evaluations_set_by, runs,
+                    None if self.gradients is None else self.gradients * f)
+
     def describe(self) -> str:
         per = f" ({self.runs:,} runs)" if self.runs != 1 else ""
         return f"about {_n(self.client_steps)} client steps and {_n(self.evaluations)} evaluations{per}"
@@ -103,4 +109,5 @@ def _n(x: float) -> str:
     return "unboundedly many" if not math.isfinite(x) else f"{x:,.0f}" if x < 1e6 else f"{x:.2g}"
 
 
-__all__ = ["MAX_CLIENT_STEPS", "MAX_EVALUATIONS", "MAX_BATCH", "MAX_HELD", "SAMPLE_CLIENTS", "Work", "evaluations", "fields_of", "busy_clients_work", "check_work"]
+__all__ = ["MAX_CLIENT_STEPS", "MAX_EVALUATIONS", "MAX_BATCH", "MAX_HELD", "SAMPLE_CLIENTS", "Work", "evaluations",
+           "fields_of", "busy_clients_work", "check_work"]

@@ -428,7 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="list (default): every run that decides a claim the scoreboard shows as not run "
                                    "or at reduced scale, or the probe of one that differs, headline claims first, "
                                    "with its client steps and its minutes on each kind of machine from measured rates "
-                                   "(results/measurements/rates.json; each with its source). run: run the jobs (or "
+                                   "(results/measurements/rates.json; each with its source); a job reuses the runs "
+                                   "its folder's committed result already holds (--reuse) and counts only the rest. "
+                                   "run: run the jobs (or "
                                    "those named) one after the other into --out under --time-limit; the same command "
                                    "goes on from there. "
                                    "archive: pack --out's job folders into --to within the limits given.")

@@ -1,16 +1,18 @@
 """The plan of paper-scale runs: what the scoreboard still lacks, in order of value, with its cost on each kind of
 machine, and a runner for a job with a time limit (a Slurm allocation, a Colab session, a spot instance).
 
-A **job** is the exact ``afl repro`` invocation that decides one or more claims the scoreboard shows as *not run*
-or decided at *reduced* scale (:mod:`afl.scoreboard`): the claims' own paper-scale run, or for a claim whose result
-is merged from several runs the first of them not yet committed (:func:`wanting`), or the run of the probe of a
-claim that differs, where its probe is not run yet (:attr:`afl.claims.Probe.run`). Jobs deciding a paper's
-headline claim come first (``HEADLINE`` of each binding module), then the rest by claims decided per client step.
-A job's client steps are the bound afl checks a command's work with (:func:`afl.repro.estimate`: an asynchronous
-run's clients training without a pause until its horizon, so *at most*); its minutes on a kind of machine are its
-mini-batch gradients (its client steps, more for MIME: :attr:`afl.budget.Work.cost`) over a rate that machine
-measured in client steps per second of a method with one gradient a step (:mod:`afl.rates`, each with its source),
-none where none is measured.
+A **job** is the exact ``afl repro`` invocation that decides one or more claims the scoreboard shows as *not run* or
+decided at *reduced* scale (:mod:`afl.scoreboard`): the claims' own paper-scale run, or for a claim whose result is
+merged from several runs the first of them not yet committed (:func:`wanting`), or the run of the probe of a claim
+that differs, where its probe is not run yet (:attr:`afl.claims.Probe.run`). A job whose folder holds a committed
+result of its setting with some of its runs (a row grown seed by seed, a table row by row) reuses them (``--reuse``,
+where that result predates no change of meaning): its command computes, and its cost counts, only the runs still
+missing. Jobs deciding a paper's headline claim come first (``HEADLINE`` of each binding module), then the rest by
+claims decided per client step. A job's client steps are the bound afl checks a command's work with
+(:func:`afl.repro.estimate`: an asynchronous run's clients training without a pause until its horizon, so *at
+most*); its minutes on a kind of machine are its mini-batch gradients (its client steps, more for MIME:
+:attr:`afl.budget.Work.cost`) over a rate that machine measured in client steps per second of a method with one
+gradient a step (:mod:`afl.rates`, each with its source), none where none is measured.
 
 ``afl plan run`` runs jobs one after the other under one ``--time-limit``, each with ``afl repro --time-limit`` (a
 run on rounds saves its checkpoint at the limit; finished runs are saved), into ``OUT/<job>``; the same command in
@@ -27,14 +29,14 @@ import subprocess
 import sys
 import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .claims import NOT_RUN, Claim, Run
 from .errors import ParameterError, check_real
 from .rates import MACHINES, Rate, load, lookup
 from .repro import EXPERIMENTS, canonical_out, estimate, trained_models
-from .repro.runner import set_args
+from .repro.runner import read_result, reusable_runs, set_args
 from .scoreboard import HEADLINE, papers
 from .scoreboard.verdict import Results, command, verdict
 
@@ -46,12 +48,15 @@ MIN_START_S = 30.0
 class Job:
     """``run`` (a claim's paper-scale :class:`~afl.claims.Run`), the ``claims`` it decides, whether one of them is a
     paper's ``headline``, and ``why`` each is wanting (``not run``, ``reduced``, or ``probe not run``: the run of
-    the probe of a claim that differs)."""
+    the probe of a claim that differs); ``reuse``: the committed result (a path under the repository) whose
+    ``reused`` runs it takes instead of computing them (:func:`reusing`)."""
 
     run: Run
     claims: tuple
     headline: bool
     why: tuple
+    reuse: str = ""
+    reused: int = 0
 
     @property
     def dest(self) -> str:
@@ -64,20 +69,26 @@ class Job:
 
     @property
     def command(self) -> str:
-        return command(self.run)
+        return command(self.run) + (f" --reuse {self.reuse}" if self.reuse else "")
 
-    def argv(self, out: Path, device: str) -> list[str]:
-        """``afl repro`` arguments that write the job into ``out``."""
+    def argv(self, out: Path, device: str, root: Path | None = None) -> list[str]:
+        """``afl repro`` arguments that write the job into ``out`` (``root``: the repository its ``reuse`` is in)."""
         seeds = ["--seeds", str(self.run.seeds)] if self.run.seeds else []
-        return ["repro", self.run.experiment, *seeds, *set_args(dict(self.run.overrides)), "--out", str(out),
+        reuse = ["--reuse", str(Path(root or ".") / self.reuse)] if self.reuse else []
+        return ["repro", self.run.experiment, *seeds, *set_args(dict(self.run.overrides)), *reuse, "--out", str(out),
                 "--device", device]
 
     def setting(self):
         return EXPERIMENTS[self.run.experiment].setting(self.run.experiment, quick=False, **dict(self.run.overrides))
 
+    def grid(self):
+        """The grid of runs its command makes (:class:`afl.repro.runner.Grid`)."""
+        return EXPERIMENTS[self.run.experiment].grid(self.setting(), seeds=self.run.seeds)
+
     def work(self):
-        """Its :class:`afl.budget.Work`: client steps (at most) and runs."""
-        return estimate(self.run.experiment, seeds=self.run.seeds, **dict(self.run.overrides))
+        """Its :class:`afl.budget.Work`: client steps (at most) and runs, those it reuses left out."""
+        work = estimate(self.run.experiment, seeds=self.run.seeds, **dict(self.run.overrides))
+        return work.share(work.runs - self.reused) if self.reused else work
 
     def models(self) -> tuple:
         """The models its runs train (FedAST's: each task's)."""
@@ -97,6 +108,18 @@ def dest(run: Run) -> str:
     """The folder under ``results/`` that ``run`` writes."""
     return (run.out or canonical_out(run.experiment, **dict(o for o in run.overrides if o[0] == "dataset"))
             ).removeprefix("results/")
+
+
+def reusing(job: Job, results: Results) -> Job:
+    """``job`` reusing the runs of the committed result in its folder that its grid would compute exactly so
+    (:func:`afl.repro.runner.reusable_runs`), where that result predates no change of meaning
+    (``results/provenance.json``); ``job`` itself where there are none."""
+    name = f"{job.dest}/{job.run.experiment}"
+    if not results.has(name) or results.provenance.get(f"results/{name}.json", {}).get("predates"):
+        return job
+    grid = job.grid()
+    held = {grid.key_of(r) for r in reusable_runs(read_result(results.path(name), "results"), grid)} & set(grid.keys)
+    return replace(job, reuse=f"results/{name}.json", reused=len(held)) if held else job
 
 
 def wanting(claim: Claim, results: Results) -> Run:
@@ -121,8 +144,8 @@ def jobs(root: Path) -> list[Job]:
             probe = row.get("probe")
             if claim.probe and claim.probe.run and probe and probe["afl"] is None:
                 found.setdefault(claim.probe.run, []).append((claim.id, "probe not run"))
-    out = [Job(run, tuple(c for c, _ in rows), any(c in HEADLINE for c, _ in rows), tuple(w for _, w in rows))
-           for run, rows in found.items()]
+    out = [reusing(Job(run, tuple(c for c, _ in rows), any(c in HEADLINE for c, _ in rows), tuple(w for _, w in rows)),
+                   results) for run, rows in found.items()]
     steps = {job: job.work().cost for job in out}
     order = {job: k for k, job in enumerate(out)}
     return sorted(out, key=lambda j: (not j.headline, -len(j.claims) / max(steps[j], 1.0), order[j]))
@@ -217,7 +240,7 @@ def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", 
         if left < MIN_START_S:
             say(f"afl plan: {left:.0f} s left, {job.name} and the rest wait for the next job")
             break
-        argv = job.argv(Path(out) / job.dest, device) + ["--time-limit", f"{math.floor(left)}s"]
+        argv = job.argv(Path(out) / job.dest, device, root) + ["--time-limit", f"{math.floor(left)}s"]
         if data_root:
             argv += ["--root", str(data_root)]
         say(f"afl plan: {job.name}: afl {' '.join(argv)}")

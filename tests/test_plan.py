@@ -6,6 +6,7 @@ import json
 import lzma
 import math
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ def test_the_plan_holds_every_claim_not_run_or_reduced_headline_first(jobs):
 def test_a_jobs_cost_is_its_estimate_over_a_measured_rate_with_its_source(jobs):
     measured = rates.load(ROOT)
     shakespeare = next(j for j in jobs if j.name.startswith("ghbm-shakespeare-runs-")    # a one-gradient method
-                       and not any(m in j.name for m in ("mime", "fedcm-full")))
+                       and not any(m in j.name for m in ("mime", "fedcm-full")) and not j.reuse)
     row = plan.row(shakespeare, measured, cpu_hours=24)
     assert row["client_steps_at_most"] == 5 * 250 * 10 * 20 == estimate(
         "ghbm-table2", seeds=5, **dict(shakespeare.run.overrides)).client_steps
@@ -265,6 +266,32 @@ def test_a_job_stops_at_the_time_limit_and_no_job_starts_without_time(tmp_path, 
     assert [(r["state"], r["exit_code"]) for r in reports] == [("stopped at the time limit", 3)]
     assert plan.run([long], tmp_path, plan.MIN_START_S - 1, root=ROOT) == []
     assert "wait for the next job" in capsys.readouterr().out
+
+
+def test_a_job_reuses_the_runs_its_folder_already_holds_and_computes_and_prices_the_rest(tmp_path):
+    """A row grown seed by seed: with one seed of two committed in its folder, the job's command reuses it, its cost
+    counts the other seed alone, and the result it writes holds both with one reused; a committed result that
+    predates a change of meaning, or holds another setting, is not reused."""
+    results = tmp_path / "repo" / "results"
+    one = plan.Job(TINY_FAVAS, ("c",), False, ("not run",))
+    assert plan.reusing(one, Results(tmp_path / "repo")) == one                     # nothing committed yet
+    assert [r["state"] for r in plan.run([one], results, 300, root=ROOT)] == ["finished"]
+    held = "results/favas/table2/tiny/favas-table2.json"
+    two = plan.reusing(replace(one, run=replace(TINY_FAVAS, seeds=2)), Results(tmp_path / "repo"))
+    assert (two.reuse, two.reused) == (held, 1) and two.command.endswith(f" --reuse {held}")
+    whole = estimate("favas-table2", seeds=2, **dict(TINY_FAVAS.overrides))
+    assert two.work().client_steps == pytest.approx(whole.client_steps / 2) and two.work().runs == whole.runs - 1
+    assert [r["state"] for r in plan.run([two], tmp_path / "out", 300, root=tmp_path / "repo")] == ["finished"]
+    made = json.loads((tmp_path / "out/favas/table2/tiny/favas-table2.json").read_text())
+    assert (len(made["runs"]), made["reused_runs"]) == (2, 1)
+    assert f"--reuse {tmp_path / 'repo' / held}" in made["command"]
+    (results / "provenance.json").write_text(json.dumps({held: {"commit": "c", "date": "d", "how": "recorded",
+                                                                "predates": ["evaluation-after-step"]}}))
+    fresh = replace(one, run=replace(TINY_FAVAS, seeds=2))
+    assert plan.reusing(fresh, Results(tmp_path / "repo")) == fresh
+    (results / "provenance.json").unlink()
+    other = replace(one, run=replace(TINY_FAVAS, seeds=2, overrides=(("total_time", 30.0), *TINY_FAVAS.overrides[1:])))
+    assert plan.reusing(other, Results(tmp_path / "repo")) == other
 
 
 def test_a_plan_with_no_time_to_start_a_job_still_reports(tmp_path, capsys):
