@@ -386,7 +386,8 @@ def test_a_missing_result_names_the_command_that_makes_it(tmp_path, capsys):
     assert "run `afl repro fedast-fig9 --out results/fedast/fig9`" in capsys.readouterr().out
 
 
-QUICKSTART_LINE = re.compile(r"(\S+) +([\d.]+) % test accuracy at simulated time 2000 \((\d+) server steps, ([\d,]+) client")
+QUICKSTART_LINE = re.compile(r"(\S+) +([\d.]+) % test accuracy at simulated time 2000 "
+                             r"\((\d+) server steps, ([\d,]+) client")
 
 
 def test_the_readme_quickstart_runs_as_written():
