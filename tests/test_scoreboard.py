@@ -392,8 +392,8 @@ QUICKSTART_LINE = re.compile(r"(\S+) +([\d.]+) % test accuracy at simulated time
 
 def test_the_readme_quickstart_runs_as_written():
     """It prints the README's lines: the steps exactly (the delay schedule's, on any CPU), each accuracy within the
-    float32 rounding another thread count or CPU brings (one thread moved them by 3.0 points at most on the README's
-    machine), and FAVAS with ᾱ/α far above the other two, as the README reads them."""
+    float32 rounding another thread count or CPU brings (3.0 points at most among the figures the README gives), and
+    FAVAS with ᾱ/α far above the other two, as the README reads them."""
     readme = (ROOT / "README.md").read_text()
     code, printed = re.search(r"## Quickstart.*?```python\n(.*?)```.*?```\n(.*?)```", readme, re.S).groups()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600,
