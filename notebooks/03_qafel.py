@@ -243,7 +243,9 @@ for path in ("qafel-table1", "qafel-table2", "qafel-fig3",                # comm
 # The 8/8, 8/4 and 4/8 rows since: 30.1, 27.6 and 33.9 thousand uploads (the paper's 27.6, 29.8 and 39.7), each
 # within its rule of the paper's cell where at 85 % each needed under a third of it; a 4-bit client needs 1.13× an
 # 8-bit one's uploads with an 8-bit server (95 % 0.76–1.68; the paper's 1.44×): the direction of the paper's, not
-# told apart in three seeds.
+# told apart in three seeds. The 2/8 row: 45.2 thousand (the paper's 58.6), 1.93× FedBuff's in every seed (95 %
+# 1.77–2.10; the paper's 2.25×), the first row a 2-bit client makes clearly slower, and 1.31× the 4/8 row's uploads
+# (95 % 0.83–2.07; the paper's 1.48×): the paper's direction, not yet told apart in three seeds.
 #
 # The very last table is Table 2 at the same protocol: a server that broadcasts the top 10 % of the model's change
 # (15.404 kB, the size of a 4-bit scalar broadcast) costs uploads — 12.6, 14.3 and 11.9 thousand for 8-, 4- and
