@@ -11,6 +11,7 @@ from afl.checkpoint import RunCheckpoint, every_s
 from afl.cli import main
 from afl.errors import ParameterError, RunsFailed
 from afl.repro import ghbm as repro_ghbm
+from afl.repro.runner import heading
 from afl.results import RunProgress, simulating
 from test_data import Planted
 from test_repro_ghbm import TINY, synthetic  # noqa: F401 -- synthetic: the GHBM grid on a synthetic task
@@ -139,6 +140,18 @@ def test_afl_repro_goes_on_from_a_runs_checkpoint(fleet, tmp_path, monkeypatch, 
         tmp_path / "a" / "ghbm-table2.md").read_text()
     assert resumed["curve"] == whole["curve"] and resumed["final"] == whole["final"]
     assert not (tmp_path / "a" / "ghbm-table2.checkpoints").exists()
+
+
+def test_a_report_counts_every_resumption_of_a_run_resumed_more_than_once():
+    """Runs that went on from checkpoints once each get one time each; where one went on twice, the report says how
+    many resumptions in all and groups each run's times."""
+    result = {"experiment": "x", "command": "c", "machine": "m", "config": {},
+              "runs": [{"resumed_at": [3.0]}, {"resumed_at": [2.5]}, {}]}
+    assert "2 of the 3 runs went on from a checkpoint after an interruption (at simulated time 3, 2.5)" in (
+        heading(result)[4])
+    result["runs"][1]["resumed_at"] = [2.5, 7.25]
+    assert ("2 of the 3 runs went on from a checkpoint after an interruption (3 times in all; at simulated times, "
+            "run by run: 3; 2.5 and 7.25)") in heading(result)[4]
 
 
 def test_ctrl_c_names_the_checkpoints_and_fresh_discards_them(tmp_path, monkeypatch, capsys, synthetic):

@@ -383,9 +383,13 @@ def heading(result: dict) -> list[str]:
             how += f"; {result[field]} of the {total} runs {words}"
     midway = [r["resumed_at"] for r in result.get("runs", []) if r.get("resumed_at")]
     if midway:
-        at = ", ".join(f"{t:g}" for times in midway for t in times)
-        how += (f"; {len(midway)} of the {total} runs went on from a checkpoint after an interruption (at simulated "
-                f"time {at})")
+        count = sum(map(len, midway))
+        if count == len(midway):
+            at = f"at simulated time {', '.join(f'{times[0]:g}' for times in midway)}"
+        else:       # some run went on more than once: its times together, and the count of resumptions
+            at = (f"{count} times in all; at simulated times, run by run: "
+                  + "; ".join(" and ".join(f"{t:g}" for t in times) for times in midway))
+        how += f"; {len(midway)} of the {total} runs went on from a checkpoint after an interruption ({at})"
     mixed = "; clients trained in bfloat16 mixed precision (precision = bf16)" if precision == "bf16" else ""
     lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
              f"Machine: {result['machine']}{how}{mixed}", ""]
