@@ -138,7 +138,7 @@ def test_qafel_matches_reference(hidden_state):
     q_c, q_s = make_quantizer("qsgd:4", seed=2 * SEED), make_quantizer("qsgd:3", seed=2 * SEED + 1)
     w, velocity = fed.init.clone(), torch.zeros_like(fed.init)
     hidden = {0.0: w.clone()}                       # the hidden state clients start from, by start time
-    upload_error = buffer_error = 0.0               # the channel's relative errors, summed
+    upload_error = buffer_error = broadcast_error = hidden_gap = 0.0    # the channels' relative errors, summed
     batches = {}
     for started, client in sorted({(c.started, c.client) for c in out["schedule"].contacts}):
         batches[(client, started)] = ref.streams.take(client, K)
@@ -152,8 +152,11 @@ def test_qafel_matches_reference(hidden_state):
         velocity = 0.3 * velocity + g
         w = w - 0.7 * velocity
         last = hidden[max(hidden)]
-        hidden[group[0].time] = (last + q_s.roundtrip(w - last).double() if hidden_state
-                                 else q_s.roundtrip(w).double())
+        sent = w - last if hidden_state else w
+        decoded = q_s.roundtrip(sent).double()
+        hidden[group[0].time] = last + decoded if hidden_state else decoded
+        broadcast_error += float((decoded - sent).square().sum() / sent.square().sum())
+        hidden_gap += float((w - hidden[group[0].time]).square().sum() / (0.7 * velocity).square().sum())
     torch.testing.assert_close(out["model"], w, **TOL)
     steps = len(server_steps(out["schedule"].contacts))
     d = fed.init.numel()
@@ -161,6 +164,8 @@ def test_qafel_matches_reference(hidden_state):
     assert out["bytes_up"] == steps * 2 * q_c.nbytes(d)
     assert out["upload_error"] == pytest.approx(upload_error, rel=1e-9) and upload_error > 0
     assert out["buffer_error"] == pytest.approx(buffer_error, rel=1e-9) and buffer_error > 0
+    assert out["broadcast_error"] == pytest.approx(broadcast_error, rel=1e-9) and broadcast_error > 0
+    assert out["hidden_gap"] == pytest.approx(hidden_gap, rel=1e-9) and hidden_gap > 0
 
 
 def test_qafel_with_exact_quantizers_is_fedbuff():
@@ -168,7 +173,8 @@ def test_qafel_with_exact_quantizers_is_fedbuff():
     a = run("qafel", fed_a, client_quantizer="identity", server_quantizer="identity", concurrency=4)
     b = run("fedbuff", fed_b, concurrency=4)
     torch.testing.assert_close(a["model"], b["model"], **TOL)
-    assert a["upload_error"] == 0 == a["buffer_error"] and "upload_error" not in b
+    assert a["upload_error"] == a["buffer_error"] == a["broadcast_error"] == a["hidden_gap"] == 0
+    assert "upload_error" not in b
 
 
 def test_fedavg_matches_reference():

@@ -124,6 +124,17 @@ def test_runs_table_and_uploads_to_target():
     assert "| fedbuff | – | 0/1 | 26.1 ± 6.7 |" in md
 
 
+def test_channel_errors_are_window_means_and_the_server_channels_where_recorded():
+    curve = dict(uploads=[0, 10, 10, 30], server_steps=[0, 1, 1, 3], upload_error=[0, 2.0, 2.0, 5.0],
+                 buffer_error=[0, 0.5, 0.5, 0.9])
+    old = qr.channel_errors(dict(curve=curve))
+    assert old == {"uploads": [10, 30], "upload": [0.2, 0.15], "buffer": [0.5, pytest.approx(0.2)]}
+    new = qr.channel_errors(dict(curve=dict(curve, broadcast_error=[0, 0.1, 0.1, 0.7], hidden_gap=[0, 4, 4, 10])))
+    assert new["broadcast"] == [0.1, pytest.approx(0.3)] and new["gap"] == [4, 3]
+    with pytest.raises(ParameterError, match="fedbuff"):
+        qr.channel_errors(dict(method="fedbuff", curve={k: curve[k] for k in ("uploads", "server_steps")}))
+
+
 def test_run_experiment_writes_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setattr(qr, "load_task", lambda cfg, root=None, device="cpu": synthetic(cfg))
     kw = dict(quick=True, out=tmp_path, progress=False, methods=("fedbuff", "qafel_c4_s4"), target=0.99, **TINY)

@@ -108,3 +108,16 @@ def test_threads_follow_the_cores_this_process_may_use(monkeypatch):
             runtime.set_threads(0)
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_machine_names_the_cpu_model_and_the_kernels_pytorch_picked(monkeypatch):
+    import torch
+
+    from afl import runtime
+    from afl.repro.runner import machine
+    kernels = torch.backends.cpu.get_cpu_capability()
+    monkeypatch.setattr(runtime, "_read", lambda path: "processor\t: 0\nmodel name\t: Some CPU 9000\nflags\t: fpu")
+    assert runtime.cpu_kind() == f"Some CPU 9000; {kernels} kernels"
+    monkeypatch.setattr(runtime, "_read", lambda path: "")             # no /proc/cpuinfo (macOS, Windows)
+    assert runtime.cpu_kind() == f"CPU model unknown; {kernels} kernels"
+    assert f"(CPU model unknown; {kernels} kernels), {os.cpu_count()} CPU cores" in machine("cpu")

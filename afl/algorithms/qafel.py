@@ -17,8 +17,11 @@ Costs: each upload is one ``Q_c`` message, each server step one ``Q_s`` broadcas
 once, as the paper's "MB broadcasted"); ``broadcasts`` counts them. The client channel's relative errors are
 summed into two counters: ``upload_error``, each upload's ``|Q_c(Delta) - Delta|^2 / |Delta|^2``, and
 ``buffer_error``, each buffer's ``|sum_j (Q_c(Delta_j) - Delta_j)|^2 / |sum_j Delta_j|^2`` (unweighted): what
-the server's step receives wrong. Differences of a curve's counters give their means over a window
-(:func:`afl.repro.qafel.channel_errors`). Quantizers are specs of
+the server's step receives wrong. The server channel's are summed over broadcasts: ``broadcast_error``,
+``|q^t - v|^2 / |v|^2`` for what it quantizes (``v = x^{t+1} - x_hat^t``, or ``x^{t+1}`` in the ablation), and
+``hidden_gap``, ``|x^{t+1} - x_hat^{t+1}|^2`` over the squared norm of the server's step ``x^{t+1} - x^t``: how
+far behind the server model the clients start, in server steps (squared). Differences of a curve's counters give
+their means over a window (:func:`afl.repro.qafel.channel_errors`). Quantizers are specs of
 :func:`afl.compress.make_quantizer` (per-tensor ones get the model's shapes); client and server draw their
 randomness from generators seeded from the run's seed.
 """
@@ -55,7 +58,7 @@ class QAFeL(FedBuff):
         self.q_server = make_quantizer(cfg.server_quantizer, seed=2 * fed.seed + 1, shapes=shapes)
         self.hidden_state = cfg.hidden_state
         self.hidden = self.w.clone()
-        for name in ("broadcasts", "upload_error", "buffer_error"):
+        for name in ("broadcasts", "upload_error", "buffer_error", "broadcast_error", "hidden_gap"):
             history.counters.setdefault(name, 0)
 
     def message_bytes(self) -> int:
@@ -68,17 +71,23 @@ class QAFeL(FedBuff):
         decoded = self.q_client.roundtrip(updates).to(updates.dtype)
         error, c = decoded - updates, self.history.counters
         c["upload_error"] += float((error.square().sum(1) / updates.square().sum(1).clamp_min(1e-30)).sum())
-        c["buffer_error"] += float(error.sum(0).square().sum() / updates.sum(0).square().sum().clamp_min(1e-30))
+        c["buffer_error"] += _relative(error.sum(0), updates.sum(0))
         return decoded
 
     def after_step(self) -> None:
         q, c = self.q_server, self.history.counters
-        if self.hidden_state:
-            self.hidden = self.hidden + q.roundtrip(self.w - self.hidden).to(self.w.dtype)
-        else:
-            self.hidden = q.roundtrip(self.w).to(self.w.dtype)
+        sent = self.w - self.hidden if self.hidden_state else self.w
+        decoded = q.roundtrip(sent).to(self.w.dtype)
+        self.hidden = self.hidden + decoded if self.hidden_state else decoded
         c["broadcasts"] += 1
         c["bytes_down"] += q.nbytes(self.w.numel())
+        c["broadcast_error"] += _relative(decoded - sent, sent)
+        c["hidden_gap"] += _relative(self.w - self.hidden, self.server_lr * self.velocity)
+
+
+def _relative(error, of) -> float:
+    """``|error|^2 / |of|^2`` (0 where ``of`` is 0)."""
+    return float(error.square().sum() / of.square().sum().clamp_min(1e-30))
 
 
 register("qafel", QAFeLSettings, QAFeL, buffered,

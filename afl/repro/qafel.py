@@ -369,16 +369,20 @@ def compute_run(cfg: QafelSetting, method: str, concurrency: int | None, seed: i
 
 
 def channel_errors(run: dict) -> dict:
-    """A QAFeL run's client-channel errors between its curve's points (:mod:`afl.algorithms.qafel`'s counters):
+    """A QAFeL run's channel errors between its curve's points (:mod:`afl.algorithms.qafel`'s counters):
     ``uploads`` (each window's end), ``upload`` (the mean of ``|Q_c(Delta) - Delta|^2 / |Delta|^2`` over the
-    window's uploads) and ``buffer`` (the mean over its server steps of the buffer sum's relative error)."""
+    window's uploads), ``buffer`` (the mean over its server steps of the buffer sum's relative error) and, where
+    the run recorded them (afl since the server channel's counters), ``broadcast`` (the mean relative error of
+    its broadcasts) and ``gap`` (the mean of ``|x - x_hat|^2`` in squared server steps)."""
     c = run["curve"]
     check("upload_error" in c, "run", run.get("method"), "a QAFeL run (its curve holds the channel's errors)")
     ups, steps = np.diff(c["uploads"]), np.diff(c["server_steps"])
     keep = (ups > 0) & (steps > 0)
+    per_step = {name: key for name, key in (("broadcast", "broadcast_error"), ("gap", "hidden_gap")) if key in c}
     return {"uploads": list(np.asarray(c["uploads"][1:])[keep]),
             "upload": list(np.diff(c["upload_error"])[keep] / ups[keep]),
-            "buffer": list(np.diff(c["buffer_error"])[keep] / steps[keep])}
+            "buffer": list(np.diff(c["buffer_error"])[keep] / steps[keep]),
+            **{name: list(np.diff(c[key])[keep] / steps[keep]) for name, key in per_step.items()}}
 
 
 def run_key(run: dict) -> tuple:

@@ -29,7 +29,7 @@ from ..compress import Quantizer
 from ..errors import ParameterError, RunsFailed, check, check_choice, check_int
 from ..fleet import DEFAULT_SIZE, check_ray_address, run_fleet, run_in_processes, run_on_ray, run_one_by_one
 from ..results import PartialRuns, RunProgress, output_dir, rescue_dir, setting_key
-from ..runtime import flush_denormals
+from ..runtime import cpu_kind, flush_denormals
 
 
 #: seeds a grid takes at most (a grid's keys are made before it runs: a billion seeds took 9 GB in 20 s)
@@ -457,7 +457,7 @@ def machine(device: str) -> str:
     cpu = platform.processor() or platform.machine()
     denormals = ", CPU denormals flushed" if flush_denormals() else ""
     threads = torch.get_num_threads()
-    return (f"{platform.system()} {cpu}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+    return (f"{platform.system()} {cpu} ({cpu_kind()}), {os.cpu_count()} CPU cores, torch {torch.__version__}, "
             f"{threads} thread{'s' if threads != 1 else ''}{denormals}, device {device}")
 
 
