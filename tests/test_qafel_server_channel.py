@@ -1,0 +1,51 @@
+"""tools/qafel_server_channel.py: QAFeL's server channel beside its client channel, from a run's counters."""
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import qafel_server_channel as probe  # noqa: E402
+
+
+def run(accuracy, upload_error, method="qafel_c2_s2"):
+    """A hand-made run: 2 evaluation windows of 10 uploads and 1 server step each."""
+    curve = dict(time=[0.0, 1.0, 2.0], accuracy=accuracy, uploads=[0, 10, 20], server_steps=[0, 1, 2],
+                 upload_error=upload_error, buffer_error=[0, 0.5, 1.5], broadcast_error=[0, 0.7, 1.3],
+                 hidden_gap=[0, 4.0, 13.0])
+    return dict(method=method, seed=0, curve=curve)
+
+
+def test_windows_give_the_mean_errors_and_the_gap_in_server_steps():
+    w = probe.windows(run([0.4, 0.6, 0.7], [0, 2.0, 5.0]))
+    assert [x["uploads"] for x in w] == [10, 20]
+    assert [x["upload"] for x in w] == [0.2, pytest.approx(0.3)]
+    assert [x["broadcast"] for x in w] == [0.7, pytest.approx(0.6)]
+    assert [x["gap_steps"] for x in w] == [2.0, 3.0]
+    row = probe.summary([run([0.4, 0.6, 0.7], [0, 2.0, 5.0])], {})[0]
+    assert row["mean"]["gap_steps"] == pytest.approx(math.sqrt(6.5)) and row["against_committed"] is None
+
+
+def test_a_run_agrees_with_the_committed_one_up_to_its_end_or_says_where_they_part():
+    mine = run([0.4, 0.6, 0.7], [0, 2.0, 5.0])
+    longer = dict(mine, curve={k: v + [v[-1]] for k, v in mine["curve"].items()})
+    assert probe.agreement(mine, longer) == {"same": True, "points": 3}
+    assert probe.agreement(longer, mine)["same"] is False                  # the committed run stops earlier
+    other = run([0.4, 0.6, 0.7], [0, 2.0, 5.1])                             # the same accuracies, another error
+    parted = probe.agreement(mine, other)
+    assert parted["same"] is False and parted["first_different_uploads"] == 20
+    assert parted["upload_error"] == [5.0, 5.1]
+
+
+def test_the_committed_probe_follows_from_its_curves():
+    result = json.loads((ROOT / "results/qafel/server-channel/server-channel.json").read_text())
+    committed = json.loads((ROOT / "results/qafel/table1/paper-load/qafel-table1.json").read_text())
+    against = {(r["method"], r["seed"]): r for r in committed["runs"] if r["concurrency"] is None}
+    rows = probe.summary([dict(method=r["method"], seed=r["seed"], curve=r["curve"]) for r in result["rows"]],
+                         against)
+    assert rows == result["rows"]
+    assert (ROOT / "results/qafel/server-channel/server-channel.md").read_text() == probe.markdown(result)

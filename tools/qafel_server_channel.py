@@ -1,0 +1,132 @@
+"""QAFeL's server channel over training beside its client channel, row by row (issue 52 §3: the 2/2 question).
+
+A QAFeL server broadcasts ``Q_s(x^{t+1} - x_hat^t)`` into the hidden state the clients start from (eqs. (3)-(4)).
+:mod:`afl.algorithms.qafel` sums, over broadcasts, each broadcast's relative error and how far behind the server
+model the hidden state then is, in server steps (squared); over uploads, each upload's and each buffer's relative
+error. This runs the rows asked (by default the 2-bit client's: 2/2, 2/4, 2/8) at Table 1's setting at the paper's
+load (the target of ``results/qafel/target-probe``) as one fleet, and writes per window of evaluations: the client channel's errors (upload,
+buffer), the broadcast's and the gap (root mean square, in server steps). Where ``--against`` names a committed
+Table 1 result, each run's curve is compared with the committed run of its row and seed: the same numbers up to
+where this one stops, or where they first part. Writes ``OUT/server-channel.json`` and ``.md``.
+
+    python tools/qafel_server_channel.py --uploads 5000 --against results/qafel/table1/paper-load/qafel-table1.json \
+        --out results/qafel/server-channel
+    python tools/qafel_server_channel.py --quick --uploads 300 --out /tmp/server-channel        # CI-sized
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from afl.repro import qafel as qr  # noqa: E402
+from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
+from afl.scoreboard.qafel import LOAD_RUN  # noqa: E402
+
+ROWS = ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")
+COMPARED = ("accuracy", "uploads", "upload_error", "buffer_error")
+
+
+def windows(run: dict) -> list[dict]:
+    """Per window between two evaluations: its last upload and the channels' mean errors (the gap as rms steps)."""
+    e = qr.channel_errors(run)
+    return [{"uploads": int(u), "upload": up, "buffer": buf, "broadcast": b, "gap_steps": math.sqrt(g)}
+            for u, up, buf, b, g in zip(e["uploads"], e["upload"], e["buffer"], e["broadcast"], e["gap"])]
+
+
+def agreement(run: dict, committed: dict | None) -> dict | None:
+    """Whether ``run``'s curve is ``committed``'s up to ``run``'s end (:data:`COMPARED`), else where they part."""
+    if committed is None:
+        return None
+    mine, theirs = run["curve"], committed["curve"]
+    n = len(mine["time"])
+    for i in range(min(n, len(theirs["time"]))):
+        if any(mine[k][i] != theirs[k][i] for k in COMPARED):
+            return {"same": False, "first_different_uploads": mine["uploads"][i],
+                    "accuracy": [mine["accuracy"][i], theirs["accuracy"][i]],
+                    "upload_error": [mine["upload_error"][i], theirs["upload_error"][i]]}
+    return {"same": n <= len(theirs["time"]), "points": n}
+
+
+def summary(runs: list[dict], against: dict) -> list[dict]:
+    """Per run: its windows, their means, its agreement with the committed run and its curve (the numbers' source)."""
+    rows = []
+    for run in runs:
+        w = windows(run)
+        rows.append({"method": run["method"], "seed": run["seed"], "curve": run["curve"], "windows": w,
+                     "mean": {k: float(np.mean([x[k] for x in w])) for k in ("upload", "buffer", "broadcast")}
+                     | {"gap_steps": math.sqrt(float(np.mean([x["gap_steps"] ** 2 for x in w])))},
+                     "against_committed": agreement(run, against.get((run["method"], run["seed"])))})
+    return rows
+
+
+def markdown(result: dict) -> str:
+    lines = ["# QAFeL's server channel beside its client channel", "", f"Command: `{result['command']}`", "",
+             f"Machine: {result['machine']}", "", f"Setting: {result['setting']}.", "",
+             "Per row, means over the run's windows (one window between two evaluations): the client channel's "
+             "relative error `|Q_c(Δ) − Δ|² / |Δ|²` per upload and per buffer sum, the broadcast's "
+             "`|q − v|² / |v|²` (`v = x^{t+1} − x̂^t`), and how far behind the server model the clients start, "
+             "`|x − x̂|` over the server step's norm (root mean square).", "",
+             "| row | seed | upload error | buffer error | broadcast error | clients start behind (server steps) "
+             "| against the committed run |", "|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        m, a = r["mean"], r["against_committed"]
+        said = ("–" if a is None else f"the same numbers, {a['points']} evaluations" if a["same"] else
+                f"parts at {a['first_different_uploads']:,} uploads (accuracy {a['accuracy'][0]:.4f} against "
+                f"{a['accuracy'][1]:.4f})")
+        lines.append(f"| {qr.label(r['method'])} | {r['seed']} | {m['upload']:.3f} | {m['buffer']:.3f} | "
+                     f"{m['broadcast']:.3g} | {m['gap_steps']:.3g} | {said} |")
+    lines += ["", "Window by window (broadcast error / clients behind, server steps):", "",
+              "| uploads | " + " | ".join(qr.label(r["method"]) for r in result["rows"]) + " |",
+              "|---|" + "---|" * len(result["rows"])]
+    for i, w in enumerate(result["rows"][0]["windows"]):
+        cells = [f"{r['windows'][i]['broadcast']:.3g} / {r['windows'][i]['gap_steps']:.3g}"
+                 if i < len(r["windows"]) else "–" for r in result["rows"]]
+        lines.append(f"| {w['uploads']:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--quick", action="store_true", help="the quick setting (300 users, 70 %% target)")
+    p.add_argument("--uploads", type=int, default=5000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--methods", default=",".join(ROWS), help="QAFeL rows, comma-separated (default: %(default)s)")
+    p.add_argument("--against", help="a committed qafel-table1 result whose runs of the same rows and seed to "
+                                     "compare with")
+    args = p.parse_args()
+    methods = tuple(args.methods.split(","))
+    target = {} if args.quick else {"target": dict(LOAD_RUN.overrides)["target"]}   # the paper's load
+    cfg = qr.setting("qafel-table1", quick=args.quick, methods=methods, max_uploads=args.uploads, **target)
+    outcomes = qr.run_grid(cfg, [(None, m, args.seed) for m in methods])
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        raise failed[0].error
+    runs = sorted((o.value for o in outcomes), key=lambda r: methods.index(r["method"]))
+    against = {}
+    if args.against:
+        committed = json.loads(Path(args.against).read_text())
+        against = {(r["method"], r["seed"]): r for r in committed["runs"] if r["concurrency"] is None}
+    command = ("python tools/qafel_server_channel.py" + " --quick" * args.quick + f" --uploads {args.uploads} "
+               f"--seed {args.seed} --methods {args.methods}" + (f" --against {args.against}" if args.against else "")
+               + f" --out {args.out}")
+    setting = (f"Table 1 ({'the quick setting' if args.quick else f'the paper protocol at the {100 * cfg.target:.0f} % target'}) on the "
+               f"offline substitute ({cfg.users:,} users, lr {cfg.lr:g}, dropout {cfg.dropout:g}, Z = {cfg.Z}), seed "
+               f"{args.seed}, {args.uploads:,} uploads a run, one fleet")
+    result = {"command": command, "machine": machine("cpu"), "afl_commit": afl_commit(), "setting": setting,
+              "rows": summary(runs, against)}
+    write_probe(result, args.out, "server-channel", markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
