@@ -28,8 +28,8 @@ started before keeps its own. ``AFL_FLUSH_DENORMALS=0`` keeps IEEE denormals.
 
 :func:`cpu_kind`: the CPU's model and the vector kernels PyTorch runs on it, which decide how float sums round: the
 same seed gives the same numbers on one kind of CPU, other numbers on another (measured: QAFeL's 2/2 row, seed 0,
-rerun on an AVX-512 Xeon at the code that computed it elsewhere, 66.9 % after 500 uploads against the committed
-65.9 %). Every result's machine names it.
+rerun on an AVX-512 Xeon with code that computes as the committed run's did, 66.85 % at its first evaluation
+against the committed 65.85 %). Every result's machine names it.
 
 :func:`available_cores` and :func:`set_threads`: PyTorch starts a thread per core the machine has, not per core this
 process may use; in a container or on a JupyterHub with a CPU quota (a cgroup limit) it oversubscribes and every
