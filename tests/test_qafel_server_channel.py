@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from afl.repro import qafel as qr
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -21,7 +23,7 @@ def run(accuracy, upload_error, method="qafel_c2_s2"):
 
 
 def test_windows_give_the_mean_errors_and_the_gap_in_server_steps():
-    w = probe.windows(run([0.4, 0.6, 0.7], [0, 2.0, 5.0]))
+    w = probe.windows(qr.channel_errors(run([0.4, 0.6, 0.7], [0, 2.0, 5.0])))
     assert [x["uploads"] for x in w] == [10, 20]
     assert [x["upload"] for x in w] == [0.2, pytest.approx(0.3)]
     assert [x["broadcast"] for x in w] == [0.7, pytest.approx(0.6)]

@@ -4,10 +4,11 @@ A QAFeL server broadcasts ``Q_s(x^{t+1} - x_hat^t)`` into the hidden state the c
 :mod:`afl.algorithms.qafel` sums, over broadcasts, each broadcast's relative error and how far behind the server
 model the hidden state then is, in server steps (squared); over uploads, each upload's and each buffer's relative
 error. This runs the rows asked (by default the 2-bit client's: 2/2, 2/4, 2/8) at Table 1's setting at the paper's
-load (the target of ``results/qafel/target-probe``) as one fleet, and writes per window of evaluations: the client channel's errors (upload,
-buffer), the broadcast's and the gap (root mean square, in server steps). Where ``--against`` names a committed
-Table 1 result, each run's curve is compared with the committed run of its row and seed: the same numbers up to
-where this one stops, or where they first part. Writes ``OUT/server-channel.json`` and ``.md``.
+load (the target of ``results/qafel/target-probe``) as one fleet, and writes per window of evaluations: the client
+channel's errors (upload, buffer), the broadcast's and the gap (root mean square, in server steps). Where
+``--against`` names a committed Table 1 result, each run's curve is compared with the committed run of its row and
+seed: the same numbers up to where this one stops, or where they first part.
+Writes ``OUT/server-channel.json`` and ``.md``.
 
     python tools/qafel_server_channel.py --uploads 5000 --against results/qafel/table1/paper-load/qafel-table1.json \
         --out results/qafel/server-channel
@@ -34,9 +35,9 @@ ROWS = ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")
 COMPARED = ("accuracy", "uploads", "upload_error", "buffer_error")
 
 
-def windows(run: dict) -> list[dict]:
-    """Per window between two evaluations: its last upload and the channels' mean errors (the gap as rms steps)."""
-    e = qr.channel_errors(run)
+def windows(e: dict) -> list[dict]:
+    """Per window of ``e`` (:func:`afl.repro.qafel.channel_errors`): its last upload and the channels' mean errors
+    (the gap as rms steps)."""
     return [{"uploads": int(u), "upload": up, "buffer": buf, "broadcast": b, "gap_steps": math.sqrt(g)}
             for u, up, buf, b, g in zip(e["uploads"], e["upload"], e["buffer"], e["broadcast"], e["gap"])]
 
@@ -59,10 +60,10 @@ def summary(runs: list[dict], against: dict) -> list[dict]:
     """Per run: its windows, their means, its agreement with the committed run and its curve (the numbers' source)."""
     rows = []
     for run in runs:
-        w = windows(run)
-        rows.append({"method": run["method"], "seed": run["seed"], "curve": run["curve"], "windows": w,
-                     "mean": {k: float(np.mean([x[k] for x in w])) for k in ("upload", "buffer", "broadcast")}
-                     | {"gap_steps": math.sqrt(float(np.mean([x["gap_steps"] ** 2 for x in w])))},
+        e = qr.channel_errors(run)
+        rows.append({"method": run["method"], "seed": run["seed"], "curve": run["curve"], "windows": windows(e),
+                     "mean": {k: float(np.mean(e[k])) for k in ("upload", "buffer", "broadcast")}
+                     | {"gap_steps": math.sqrt(float(np.mean(e["gap"])))},
                      "against_committed": agreement(run, against.get((run["method"], run["seed"])))})
     return rows
 
@@ -118,7 +119,8 @@ def main() -> int:
     command = ("python tools/qafel_server_channel.py" + " --quick" * args.quick + f" --uploads {args.uploads} "
                f"--seed {args.seed} --methods {args.methods}" + (f" --against {args.against}" if args.against else "")
                + f" --out {args.out}")
-    setting = (f"Table 1 ({'the quick setting' if args.quick else f'the paper protocol at the {100 * cfg.target:.0f} % target'}) on the "
+    protocol = "the quick setting" if args.quick else f"the paper protocol at the {100 * cfg.target:.0f} % target"
+    setting = (f"Table 1 ({protocol}) on the "
                f"offline substitute ({cfg.users:,} users, lr {cfg.lr:g}, dropout {cfg.dropout:g}, Z = {cfg.Z}), seed "
                f"{args.seed}, {args.uploads:,} uploads a run, one fleet")
     result = {"command": command, "machine": machine("cpu"), "afl_commit": afl_commit(), "setting": setting,
