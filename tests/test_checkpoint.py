@@ -6,6 +6,7 @@ import json
 import pytest
 import torch
 
+import afl.algorithms.base as base
 from afl.algorithms import get, run_algorithm
 from afl.checkpoint import RunCheckpoint, every_s
 from afl.cli import main
@@ -65,6 +66,26 @@ def test_a_run_resumed_from_its_checkpoint_is_the_run_that_never_stopped(case, t
     same_run(resumed, whole)
     assert resumed["resumed_at"] == [float(STOP)] and "resumed_at" not in whole
     assert not path.exists()                                 # the run ended: its checkpoint is gone
+
+
+def test_a_run_resumed_on_another_kind_of_cpu_names_each_sittings_cpu(tmp_path, monkeypatch):
+    """The same seed rounds otherwise on another kind of CPU: a run whose sittings were not all on one kind lists
+    each sitting's (``sitting_cpus``), and its report says so; sittings on one kind add nothing."""
+    path = tmp_path / "run.ckpt"
+    for kinds, said in ((["A", "A", "A"], None), (["A", "B", "B"], ["A", "B", "B"])):
+        first, second, third = kinds
+        monkeypatch.setattr(base, "cpu_kind", lambda: first)
+        with pytest.raises(Stop):
+            run("fedavg", checkpoint=path, checkpoint_every=0, learner_class=stopping("fedavg", stop=3))
+        monkeypatch.setattr(base, "cpu_kind", lambda: second)
+        with pytest.raises(Stop):
+            run("fedavg", checkpoint=path, checkpoint_every=0, learner_class=stopping("fedavg"))
+        monkeypatch.setattr(base, "cpu_kind", lambda: third)
+        resumed = run("fedavg", checkpoint=path, checkpoint_every=0)
+        assert resumed["resumed_at"] == [3.0, float(STOP)] and resumed.get("sitting_cpus") == said
+    result = {"experiment": "x", "command": "c", "machine": "m", "config": {}, "runs": [resumed, {}]}
+    assert "1 of them ran their sittings on unlike kinds of CPU (sitting by sitting, run by run: A then B then B)" in (
+        heading(result)[4])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: a GPU run's checkpoint is loaded onto it")

@@ -22,6 +22,7 @@ from ..engine import LocalSGD
 from ..errors import check, check_int, check_real
 from ..jobs import Evaluation, Job, JobQueue, SavedJobs
 from ..results import report_progress
+from ..runtime import cpu_kind
 from ..sim.schedule import Contact
 from ..sim.speeds import SpeedProfile
 from .state import ClientState
@@ -99,6 +100,7 @@ class History:
         self.reached: float | None = None
         self.reached_accuracy: float | None = None
         self.resumed_at: list[float] = []       # simulated times at which the run went on from a checkpoint
+        self._earlier_cpus: list[str] = []      # the CPU kind of each sitting before this one (:func:`cpu_kind`)
         self._next = 0.0
         self._rows: list[tuple[float, Evaluation, dict]] = []
         self._shown = 0.0                       # the fraction of the run the progress bar was last told
@@ -162,7 +164,8 @@ class History:
         rows = [(t, e.value() if e.done else e.model, row) for t, e, row in self._rows]
         return dict(rows=rows, next=self._next, counters=dict(self.counters), reached=self.reached,
                     reached_accuracy=self.reached_accuracy,
-                    resumed_at=list(self.resumed_at), wall=_wall.perf_counter() - self.wall_start)
+                    resumed_at=list(self.resumed_at), cpus=self._earlier_cpus + [cpu_kind()],
+                    wall=_wall.perf_counter() - self.wall_start)
 
     def load_state_dict(self, state: dict, now: float) -> None:
         """Go on from ``state``, resumed at simulated time ``now``: models not yet evaluated are queued again."""
@@ -175,6 +178,7 @@ class History:
               "start the run over with --fresh)")
         self.counters.update(state["counters"])
         self.resumed_at = state["resumed_at"] + [now]
+        self._earlier_cpus = state.get("cpus", ["not recorded (an earlier afl)"] * len(self.resumed_at))
         self.wall_start = _wall.perf_counter() - state["wall"]
         self._shown, self._done = min(now, self.total_time) / self.total_time, now
         report_progress(self._shown, resumed=True)   # a head start, not speed
@@ -190,12 +194,17 @@ class History:
 
     def to_dict(self) -> dict:
         """``curve`` (every series on the grid) plus the run's totals and speed (``wall_seconds``: its compute time,
-        over every sitting of a run resumed from checkpoints, whose ``resumed_at`` lists the simulated times)."""
+        over every sitting of a run resumed from checkpoints, whose ``resumed_at`` lists the simulated times, and
+        ``sitting_cpus`` the CPU kind of each sitting where they were not all alike: the same seed rounds otherwise on
+        another kind of CPU)."""
         series = self.series
         wall = _wall.perf_counter() - self.wall_start
         computed = self.queue.client_steps
         acc = series.get("accuracy", [])
         resumed = {"resumed_at": self.resumed_at} if self.resumed_at else {}
+        cpus = self._earlier_cpus + [cpu_kind()] if self.resumed_at else []
+        if len(set(cpus)) > 1:
+            resumed["sitting_cpus"] = cpus
         return {"curve": series, "final_accuracy": acc[-1] if acc else None, **self.counters,
                 "target": self.target, "target_reached_at": self.reached,
                 "target_reached_accuracy": self.reached_accuracy,

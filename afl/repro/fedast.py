@@ -351,11 +351,12 @@ def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, 
                          "uploads": h["uploads"], "client_steps": h["client_steps"],
                          "final_accuracy": final, "wall_seconds": h["wall_seconds"]})
     reached = [t["reached"] for t in per_task]
-    midway = out["tasks"][0].get("resumed_at")       # every task's history went on from the run's checkpoint at once
+    # every task's history went on from the run's checkpoint at once, on the same machines
+    midway = {k: out["tasks"][0][k] for k in ("resumed_at", "sitting_cpus") if k in out["tasks"][0]}
     return {"taskset": taskset, "method": method, "cap": cap, "buffer": buffer, "seed": seed,
             "tasks": per_task, "time_to_all_targets": None if None in reached else max(reached),
             "allocations": allocations, "sync_rounds": rounds,
-            "settings": [asdict(t) for t in tasks], **({"resumed_at": midway} if midway else {})}
+            "settings": [asdict(t) for t in tasks], **midway}
 
 
 def planned_client_steps(cfg: FedastSetting, taskset: str, method: str, cap: int | None, seed: int) -> list[int]:

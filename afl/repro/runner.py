@@ -372,8 +372,9 @@ def _text(value) -> str:
 
 def heading(result: dict) -> list[str]:
     """A report's first lines: the experiment, its command, the machine, how its runs were computed, how many were
-    taken from other results (``--reuse``: computed where those say), resumed, or went on from a checkpoint, and
-    their precision where it is not float32 (:data:`afl.engine.PRECISIONS`)."""
+    taken from other results (``--reuse``: computed where those say), resumed, or went on from a checkpoint (on
+    which kinds of CPU, where a run's sittings were not all on one), and their precision where it is not float32
+    (:data:`afl.engine.PRECISIONS`)."""
     precision = result["config"].get("precision", "fp32")
     how = f"; {result['execution']}" if "execution" in result else ""
     total = len(result.get("runs", []))
@@ -390,6 +391,10 @@ def heading(result: dict) -> list[str]:
             at = (f"{count} times in all; at simulated times, run by run: "
                   + "; ".join(" and ".join(f"{t:g}" for t in times) for times in midway))
         how += f"; {len(midway)} of the {total} runs went on from a checkpoint after an interruption ({at})"
+    mixed_cpus = [r["sitting_cpus"] for r in result.get("runs", []) if r.get("sitting_cpus")]
+    if mixed_cpus:
+        how += (f"; {len(mixed_cpus)} of them ran their sittings on unlike kinds of CPU (sitting by sitting, run by "
+                "run: " + "; ".join(" then ".join(kinds) for kinds in mixed_cpus) + ")")
     mixed = "; clients trained in bfloat16 mixed precision (precision = bf16)" if precision == "bf16" else ""
     lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
              f"Machine: {result['machine']}{how}{mixed}", ""]
