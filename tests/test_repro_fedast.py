@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+import afl.algorithms.base as base
 from afl.cli import main
 from afl.errors import ParameterError
 from afl.repro import fedast as fr
@@ -155,11 +156,13 @@ def test_a_time_limit_inside_the_runs_and_the_same_grid_goes_on_from_their_check
     from afl import deadline
     kw = dict(quick=True, progress=False, fleet=False, **dict(TINY, seeds=1), tasksets=("mnist*2",), caps=(12,))
     monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10 ** 6)): next(calls) >= 25)
+    monkeypatch.setattr(base, "cpu_kind", lambda: "A")                 # the first sitting's kind of CPU
     with pytest.raises(deadline.TimeLimit):
         fr.run_experiment("fedast-fig3", out=tmp_path / "a", **kw)
     kept = list((tmp_path / "a" / "fedast-fig3.checkpoints").iterdir())
     assert len(kept) == 1
     monkeypatch.setattr(deadline, "passed", lambda: False)
+    monkeypatch.setattr(base, "cpu_kind", lambda: "B")                 # the rest on another
     runs = {}
     for out in ("a", "b"):
         path = fr.run_experiment("fedast-fig3", out=tmp_path / out, **kw)[0]
@@ -167,6 +170,8 @@ def test_a_time_limit_inside_the_runs_and_the_same_grid_goes_on_from_their_check
     assert runs["a"].keys() == runs["b"].keys()
     for key, run in runs["b"].items():
         assert [t["accuracy"] for t in runs["a"][key]["tasks"]] == [t["accuracy"] for t in run["tasks"]]
+        assert "sitting_cpus" not in run
+    assert [r.get("sitting_cpus") for r in runs["a"].values()].count(["A", "B"]) == 1     # the run that went on
     assert not (tmp_path / "a" / "fedast-fig3.checkpoints").exists()
 
 
