@@ -1,0 +1,49 @@
+"""tools/qafel_late_race.py: QAFeL's rows near the target, window by window, and the CPU kind each run records."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import qafel_late_race as probe  # noqa: E402
+
+INTEL = ("Linux x86_64 (Intel(R) Xeon(R) Processor; AVX512 kernels), 2 CPU cores, torch 2.14.1+cu130, 2 threads, "
+         "CPU denormals flushed, device cpu")
+AMD = "Linux x86_64 (AMD EPYC; AVX2 kernels), 2 CPU cores, torch 2.14.1+cu130, 1 thread, device cpu"
+OLD = "Linux x86_64, 2 CPU cores, torch 2.14.1+cu130, 2 threads, CPU denormals flushed, device cpu"
+
+
+def test_windows_average_the_evaluations_inside_each_and_say_where_the_run_had_stopped():
+    curve = {"uploads": [0, 400, 900, 1400, 1900], "accuracy": [0.1, 0.5, 0.7, 0.8, 0.9]}
+    assert probe.windows(curve, 0, 3000, 1000) == [pytest.approx(0.6), pytest.approx(0.85), None]
+    assert probe.windows(curve, 400, 1400, 500) == [0.7, 0.8]        # a window is (a, a + width]
+
+
+def test_the_cpu_kind_is_read_from_a_machine_that_records_it_and_none_from_an_older_one():
+    assert probe.recorded_kind(INTEL) == "Intel(R) Xeon(R) Processor; AVX512 kernels"
+    assert probe.recorded_kind(AMD) == "AMD EPYC; AVX2 kernels"
+    assert probe.recorded_kind(OLD) is None
+
+
+def test_fingerprints_group_a_seeds_runs_by_first_loss_with_the_kinds_recorded():
+    def run(seed, loss, machine):
+        return {"seed": seed, "machine": machine, "curve": {"loss": [loss, 0.5]}}
+    runs = [run(0, 0.82, AMD), run(0, 0.82, OLD), run(0, 0.83, INTEL), run(1, 0.70, OLD)]
+    assert probe.fingerprints(runs) == [
+        {"seed": 0, "first_loss": 0.82, "runs": 2, "recorded_kinds": ["AMD EPYC; AVX2 kernels"]},
+        {"seed": 0, "first_loss": 0.83, "runs": 1, "recorded_kinds": ["Intel(R) Xeon(R) Processor; AVX512 kernels"]},
+        {"seed": 1, "first_loss": 0.70, "runs": 1, "recorded_kinds": []}]
+
+
+def test_the_committed_probe_follows_from_the_results_it_read():
+    out = ROOT / "results/qafel/late-race"
+    result = json.loads((out / "late-race.json").read_text())
+    paths = result["command"].split(" --out ")[1].split()[1:]
+    methods = tuple(result["command"].split("--methods ")[1].split()[0].split(","))
+    runs = [r for p in paths for r in probe.runs_of(ROOT / p, methods)]
+    assert result["rows"] == probe.summary(runs, *result["windows"])
+    assert result["fingerprints"] == probe.fingerprints(runs)
+    assert (out / "late-race.md").read_text() == probe.markdown(result)
