@@ -22,12 +22,6 @@ def test_windows_average_the_evaluations_inside_each_and_say_where_the_run_had_s
     assert probe.windows(curve, 400, 1400, 500) == [0.7, 0.8]        # a window is (a, a + width]
 
 
-def test_the_cpu_kind_is_read_from_a_machine_that_records_it_and_none_from_an_older_one():
-    assert probe.recorded_kind(INTEL) == "Intel(R) Xeon(R) Processor; AVX512 kernels"
-    assert probe.recorded_kind(AMD) == "AMD EPYC; AVX2 kernels"
-    assert probe.recorded_kind(OLD) is None
-
-
 def test_fingerprints_group_a_seeds_runs_by_first_loss_with_the_kinds_recorded():
     def run(seed, loss, machine):
         return {"seed": seed, "machine": machine, "curve": {"loss": [loss, 0.5]}}

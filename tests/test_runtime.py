@@ -6,6 +6,9 @@ import sys
 
 import pytest
 
+from afl.repro.runner import machine, machine_cpu_kind
+from afl.runtime import cpu_kind
+
 # Doubles the smallest float32 denormal (bit pattern 1) across 2 threads; prints how many results are not zero.
 PROBE = """
 import afl, torch, threading
@@ -114,10 +117,19 @@ def test_the_machine_names_the_cpu_model_and_the_kernels_pytorch_picked(monkeypa
     import torch
 
     from afl import runtime
-    from afl.repro.runner import machine
     kernels = torch.backends.cpu.get_cpu_capability()
     monkeypatch.setattr(runtime, "_read", lambda path: "processor\t: 0\nmodel name\t: Some CPU 9000\nflags\t: fpu")
     assert runtime.cpu_kind() == f"Some CPU 9000; {kernels} kernels"
     monkeypatch.setattr(runtime, "_read", lambda path: "")             # no /proc/cpuinfo (macOS, Windows)
     assert runtime.cpu_kind() == f"CPU model unknown; {kernels} kernels"
     assert f"(CPU model unknown; {kernels} kernels), {os.cpu_count()} CPU cores" in machine("cpu")
+
+
+def test_a_results_machine_words_give_back_the_cpu_kind_and_none_before_they_named_it():
+    intel = ("Linux x86_64 (Intel(R) Xeon(R) Processor; AVX512 kernels), 2 CPU cores, torch 2.14.1+cu130, 2 threads, "
+             "CPU denormals flushed, device cpu")
+    assert machine_cpu_kind(intel) == "Intel(R) Xeon(R) Processor; AVX512 kernels"
+    assert machine_cpu_kind("Linux x86_64 (AMD EPYC; AVX2 kernels), 2 CPU cores, torch 2.14.1+cu130, 1 thread, "
+                            "device cpu") == "AMD EPYC; AVX2 kernels"
+    assert machine_cpu_kind("Linux x86_64, 2 CPU cores, torch 2.14.1+cu130, 2 threads, device cpu") is None
+    assert machine_cpu_kind(machine("cpu")) == cpu_kind()

@@ -6,8 +6,8 @@ qafel-table1`` (or of ``tools/qafel_server_channel.py``) and writes, per run of 
 windows of ``--window`` uploads, the uploads to the target where it was reached, and the loss of its first evaluation.
 That evaluation tests the seeded initial model, the same for every row of a seed, so it names the kind of CPU that
 evaluated it: runs of one kind give it to the last digit, another kind's part in the seventh (the same seed rounds
-otherwise on another kind of CPU, and older results did not record which). A fingerprint is named by the CPU of any
-result that records it (``afl.runtime.cpu_kind`` in its machine). Writes ``OUT/late-race.json`` and ``.md``.
+otherwise on another kind of CPU, and older results did not record which); beside each loss, the CPU kinds recorded
+by the results that give it (``afl.runtime.cpu_kind`` in their machine). Writes ``OUT/late-race.json`` and ``.md``.
 
     python tools/qafel_late_race.py --out results/qafel/late-race results/qafel/table1/paper-load/qafel-table1.json \
         results/qafel/table1/paper-load-2-4-on-avx2/qafel-table1.json results/qafel/server-channel/server-channel.json
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -26,10 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from afl.repro import qafel as qr  # noqa: E402
-from afl.repro.runner import afl_commit, write_probe  # noqa: E402
+from afl.repro.runner import afl_commit, machine_cpu_kind, write_probe  # noqa: E402
 
 ROWS = ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")
-_KIND = re.compile(r"^\S+ \S+ \((.*kernels)\), ")   # the CPU kind in a machine's words (afl.runtime.cpu_kind)
 
 
 def windows(curve: dict, start: int, stop: int, width: int) -> list[float | None]:
@@ -56,12 +54,6 @@ def runs_of(path: Path, methods: tuple) -> list[dict]:
     return out
 
 
-def recorded_kind(machine: str) -> str | None:
-    """The CPU kind a machine's words record (afl since ``afl.runtime.cpu_kind``), else None."""
-    found = _KIND.search(machine)
-    return found.group(1) if found else None
-
-
 def fingerprints(runs: list[dict]) -> list[dict]:
     """Per seed and first-evaluation loss: how many runs give it and the CPU kinds recorded by those that record
     one (one seed's losses tell two kinds apart only where the kinds evaluate its initial model differently)."""
@@ -69,8 +61,9 @@ def fingerprints(runs: list[dict]) -> list[dict]:
     for run in runs:
         entry = seen.setdefault((run["seed"], run["curve"]["loss"][0]), {"runs": 0, "kinds": set()})
         entry["runs"] += 1
-        if recorded_kind(run["machine"]):
-            entry["kinds"].add(recorded_kind(run["machine"]))
+        kind = machine_cpu_kind(run["machine"])
+        if kind:
+            entry["kinds"].add(kind)
     return [{"seed": seed, "first_loss": loss, "runs": e["runs"], "recorded_kinds": sorted(e["kinds"])}
             for (seed, loss), e in sorted(seen.items())]
 
@@ -79,7 +72,7 @@ def summary(runs: list[dict], start: int, stop: int, width: int) -> list[dict]:
     """Per run: its source, the CPU kind it records (None where its result predates that), its first loss, its
     window means and its uploads to the target."""
     rows = [{k: run[k] for k in ("result", "method", "seed", "reached_at_uploads")}
-            | {"cpu": recorded_kind(run["machine"]), "first_loss": run["curve"]["loss"][0],
+            | {"cpu": machine_cpu_kind(run["machine"]), "first_loss": run["curve"]["loss"][0],
                "windows": windows(run["curve"], start, stop, width)} for run in runs]
     return sorted(rows, key=lambda r: (ROWS.index(r["method"]) if r["method"] in ROWS else len(ROWS), r["seed"],
                                        r["result"]))

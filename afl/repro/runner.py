@@ -11,6 +11,7 @@ import contextvars
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -466,10 +467,20 @@ def machine(device: str) -> str:
             f"{threads} thread{'s' if threads != 1 else ''}{denormals}, device {device}")
 
 
+_CPU_KIND = re.compile(r"^\S+ \S+ \((.*kernels)\), ")
+
+
+def machine_cpu_kind(words: str) -> str | None:
+    """The CPU kind (:func:`afl.runtime.cpu_kind`) inside a result's :func:`machine` words; None in a result written
+    before the machine named it."""
+    found = _CPU_KIND.search(words)
+    return found.group(1) if found else None
+
+
 __all__ = ["MAX_SEEDS", "Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs",
-           "Execution", "execute", "set_args", "set_flags", "stop_if_estimating", "machine", "afl_commit", "heading",
-           "run_sources", "source_tags", "saved_config",
-           "paper_difference", "reduced_fields", "title_tag", "with_overrides"]
+           "Execution", "execute", "set_args", "set_flags", "stop_if_estimating", "machine", "machine_cpu_kind",
+           "afl_commit", "heading", "run_sources", "source_tags", "saved_config", "paper_difference",
+           "reduced_fields", "title_tag", "with_overrides"]
 
 
 def base_setting(experiments: dict, cls: type, experiment: str, quick: bool | None, overrides: dict):
