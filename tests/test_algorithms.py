@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from afl.algorithms import REGISTRY, get, run_algorithm
+from afl.algorithms.base import History
 from afl.compress import make_quantizer
 from afl.errors import ParameterError
 from reference import K, LR, N, RUN, S, SEED, TIME, Reference, federation, server_steps
@@ -209,6 +210,15 @@ def test_history_grid_and_counters_are_consistent():
     assert out["bytes_up"] == out["bytes_down"] == out["server_steps"] * S * federation().model_bytes
     assert out["computed_client_steps"] >= out["client_steps"] == sum(c.steps for c in out["schedule"].contacts)
     assert out["final_accuracy"] == curve["accuracy"][-1]
+
+
+def test_pending_lists_the_grid_times_a_record_fills_and_moves_nothing():
+    h = History(None, eval_every=10.0, total_time=35.0)
+    assert h.pending(25.0) == h.pending(25.0) == [0.0, 10.0, 20.0] and h.next_eval == 0.0
+    assert h.pending(20.0) == [0.0, 10.0]                     # a grid point at ``now`` waits for the step there
+    assert h.pending(20.0, inclusive=True) == [0.0, 10.0, 20.0]
+    assert h.pending(100.0) == [0.0, 10.0, 20.0, 30.0]        # past the end: every point within total_time
+    assert h.pending(0.0) == [] and h.pending(0.0, inclusive=True) == [0.0]
 
 
 def test_variance_tracking():

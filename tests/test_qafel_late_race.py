@@ -3,8 +3,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -14,12 +12,6 @@ INTEL = ("Linux x86_64 (Intel(R) Xeon(R) Processor; AVX512 kernels), 2 CPU cores
          "CPU denormals flushed, device cpu")
 AMD = "Linux x86_64 (AMD EPYC; AVX2 kernels), 2 CPU cores, torch 2.14.1+cu130, 1 thread, device cpu"
 OLD = "Linux x86_64, 2 CPU cores, torch 2.14.1+cu130, 2 threads, CPU denormals flushed, device cpu"
-
-
-def test_windows_average_the_evaluations_inside_each_and_say_where_the_run_had_stopped():
-    curve = {"uploads": [0, 400, 900, 1400, 1900], "accuracy": [0.1, 0.5, 0.7, 0.8, 0.9]}
-    assert probe.windows(curve, 0, 3000, 1000) == [pytest.approx(0.6), pytest.approx(0.85), None]
-    assert probe.windows(curve, 400, 1400, 500) == [0.7, 0.8]        # a window is (a, a + width]
 
 
 def test_fingerprints_group_a_seeds_runs_by_first_loss_with_the_kinds_recorded():

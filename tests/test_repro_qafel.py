@@ -285,3 +285,24 @@ def test_a_second_signal_stops_at_once_and_an_ignored_ctrl_c_stays_ignored():
     finally:
         deadline.clear()
     assert not deadline.passed() and deadline.stopped_by() is None
+
+
+def test_windows_average_the_evaluations_inside_each_and_say_where_the_run_had_stopped():
+    curve = {"uploads": [0, 400, 900, 1400, 1900], "accuracy": [0.1, 0.5, 0.7, 0.8, 0.9]}
+    assert qr.window_means(curve, 0, 3000, 1000) == [pytest.approx(0.6), pytest.approx(0.85), None]
+    assert qr.window_means(curve, 400, 1400, 500) == [0.7, 0.8]        # a window is (a, a + width]
+
+
+def test_a_run_agrees_with_the_committed_one_up_to_its_end_or_says_where_they_part():
+    curve = dict(time=[0.0, 1.0, 2.0], accuracy=[0.4, 0.6, 0.7], uploads=[0, 10, 20], upload_error=[0, 2.0, 5.0])
+    mine = dict(curve=curve)
+    longer = dict(curve={k: v + [v[-1]] for k, v in curve.items()})
+    keys = ("accuracy", "uploads", "upload_error")
+    assert qr.curve_agreement(mine, longer, keys) == {"same": True, "points": 3}
+    assert qr.curve_agreement(longer, mine, keys)["same"] is False              # the committed run stops earlier
+    other = dict(curve=dict(curve, upload_error=[0, 2.0, 5.1]))                 # the same accuracies, another error
+    assert qr.curve_agreement(mine, other) == {"same": True, "points": 3}        # not compared by default
+    parted = qr.curve_agreement(mine, other, keys, shown=("accuracy", "upload_error"))
+    assert parted == {"same": False, "first_different_uploads": 20, "accuracy": [0.7, 0.7],
+                      "upload_error": [5.0, 5.1]}
+    assert qr.curve_agreement(mine, None) is None

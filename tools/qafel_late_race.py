@@ -19,8 +19,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -28,17 +26,6 @@ from afl.repro import qafel as qr  # noqa: E402
 from afl.repro.runner import afl_commit, machine_cpu_kind, write_probe  # noqa: E402
 
 ROWS = ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")
-
-
-def windows(curve: dict, start: int, stop: int, width: int) -> list[float | None]:
-    """The mean accuracy of the evaluations in each window ``(a, a + width]`` of uploads, ``a`` from ``start`` to
-    ``stop``; None where the run had stopped (no evaluation in it)."""
-    uploads, accuracy = np.asarray(curve["uploads"]), np.asarray(curve["accuracy"])
-    out = []
-    for a in range(start, stop, width):
-        inside = (uploads > a) & (uploads <= a + width)
-        out.append(float(accuracy[inside].mean()) if inside.any() else None)
-    return out
 
 
 def runs_of(path: Path, methods: tuple) -> list[dict]:
@@ -73,7 +60,7 @@ def summary(runs: list[dict], start: int, stop: int, width: int) -> list[dict]:
     window means and its uploads to the target."""
     rows = [{k: run[k] for k in ("result", "method", "seed", "reached_at_uploads")}
             | {"cpu": machine_cpu_kind(run["machine"]), "first_loss": run["curve"]["loss"][0],
-               "windows": windows(run["curve"], start, stop, width)} for run in runs]
+               "windows": qr.window_means(run["curve"], start, stop, width)} for run in runs]
     return sorted(rows, key=lambda r: (ROWS.index(r["method"]) if r["method"] in ROWS else len(ROWS), r["seed"],
                                        r["result"]))
 

@@ -42,20 +42,6 @@ def windows(e: dict) -> list[dict]:
             for u, up, buf, b, g in zip(e["uploads"], e["upload"], e["buffer"], e["broadcast"], e["gap"])]
 
 
-def agreement(run: dict, committed: dict | None) -> dict | None:
-    """Whether ``run``'s curve is ``committed``'s up to ``run``'s end (:data:`COMPARED`), else where they part."""
-    if committed is None:
-        return None
-    mine, theirs = run["curve"], committed["curve"]
-    n = len(mine["time"])
-    for i in range(min(n, len(theirs["time"]))):
-        if any(mine[k][i] != theirs[k][i] for k in COMPARED):
-            return {"same": False, "first_different_uploads": mine["uploads"][i],
-                    "accuracy": [mine["accuracy"][i], theirs["accuracy"][i]],
-                    "upload_error": [mine["upload_error"][i], theirs["upload_error"][i]]}
-    return {"same": n <= len(theirs["time"]), "points": n}
-
-
 def summary(runs: list[dict], against: dict) -> list[dict]:
     """Per run: its windows, their means, its agreement with the committed run and its curve (the numbers' source)."""
     rows = []
@@ -64,7 +50,8 @@ def summary(runs: list[dict], against: dict) -> list[dict]:
         rows.append({"method": run["method"], "seed": run["seed"], "curve": run["curve"], "windows": windows(e),
                      "mean": {k: float(np.mean(e[k])) for k in ("upload", "buffer", "broadcast")}
                      | {"gap_steps": math.sqrt(float(np.mean(e["gap"])))},
-                     "against_committed": agreement(run, against.get((run["method"], run["seed"])))})
+                     "against_committed": qr.curve_agreement(run, against.get((run["method"], run["seed"])),
+                                                                COMPARED, shown=("accuracy", "upload_error"))})
     return rows
 
 

@@ -121,9 +121,12 @@ class History:
     def due(self, now: float, inclusive: bool = False) -> bool:
         """Whether a grid point not yet recorded lies before ``now`` (at or before it where ``inclusive``, or where
         ``now`` is past the end), within ``total_time``."""
+        return self._fills(self._next, now, inclusive)
+
+    def _fills(self, time: float, now: float, inclusive: bool) -> bool:
         if inclusive or now > self.total_time + 1e-9:
-            return self._next <= min(now, self.total_time) + 1e-9
-        return self._next < now - 1e-9
+            return time <= min(now, self.total_time) + 1e-9
+        return time < now - 1e-9
 
     def record(self, now: float, model: Tensor, inclusive: bool = False, **extra) -> None:
         """Evaluate ``model`` for every grid time before ``now`` not yet recorded (``inclusive``: at ``now`` too,
@@ -131,17 +134,24 @@ class History:
         # called before the step at ``now`` (whose training may not have run yet): the steps done end at the last call
         self._progress(now if inclusive else self._done)
         self._done = now
-        if not self.due(now, inclusive):
+        times = self.pending(now, inclusive)
+        if not times:
             return
         evaluation = self.queue.evaluate(model)
         row = dict(self.counters, **{k: float(v) for k, v in extra.items()})
-        first = self._next
-        while self.due(now, inclusive):
-            self._rows.append((self._next, evaluation, row))
-            self._next = round(self._next + self.eval_every, 9)
+        self._rows += [(time, evaluation, row) for time in times]
+        self._next = round(times[-1] + self.eval_every, 9)
         if self.target is not None and evaluation.value()["accuracy"] >= self.target:
-            self.reached, self.reached_accuracy = first, evaluation.value()["accuracy"]
-            raise TargetReached(first)
+            self.reached, self.reached_accuracy = times[0], evaluation.value()["accuracy"]
+            raise TargetReached(times[0])
+
+    def pending(self, now: float, inclusive: bool = False) -> list[float]:
+        """The grid times not yet recorded that a :meth:`record` at ``now`` fills (:meth:`due`, point by point)."""
+        times, time = [], self._next
+        while self._fills(time, now, inclusive):
+            times.append(time)
+            time = round(time + self.eval_every, 9)
+        return times
 
     def reach(self, now: float, model: Tensor) -> None:
         """With a ``target``: test ``model``, made by a server step at ``now``, at once; at or above the target, the

@@ -385,6 +385,33 @@ def channel_errors(run: dict) -> dict:
             **{name: list(np.diff(c[key])[keep] / steps[keep]) for name, key in per_step.items()}}
 
 
+def window_means(curve: dict, start: int, stop: int, width: int, key: str = "accuracy") -> list[float | None]:
+    """The mean of ``curve[key]`` over the evaluations in each window ``(a, a + width]`` of uploads, ``a`` from
+    ``start`` to ``stop``; None where the run had stopped (no evaluation in it)."""
+    uploads, values = np.asarray(curve["uploads"]), np.asarray(curve[key], dtype=float)
+    out = []
+    for a in range(start, stop, width):
+        inside = (uploads > a) & (uploads <= a + width)
+        out.append(float(values[inside].mean()) if inside.any() else None)
+    return out
+
+
+def curve_agreement(run: dict, committed: dict | None, keys=("accuracy", "uploads"),
+                    shown=("accuracy",)) -> dict | None:
+    """Whether ``run``'s curve is ``committed``'s in ``keys`` up to ``run``'s end (``same``, ``points``), else where
+    they first part (``first_different_uploads``, and the two runs' values of ``shown`` there); None without a
+    committed run."""
+    if committed is None:
+        return None
+    mine, theirs = run["curve"], committed["curve"]
+    n = len(mine["time"])
+    for i in range(min(n, len(theirs["time"]))):
+        if any(mine[k][i] != theirs[k][i] for k in keys):
+            return {"same": False, "first_different_uploads": mine["uploads"][i],
+                    **{k: [mine[k][i], theirs[k][i]] for k in shown}}
+    return {"same": n <= len(theirs["time"]), "points": n}
+
+
 def run_key(run: dict) -> tuple:
     """What identifies a run within an experiment: (concurrency, method, seed)."""
     return run["concurrency"], run["method"], run["seed"]

@@ -1,0 +1,186 @@
+"""QAFeL's hidden state tested beside its server model, over the plateau at the paper's load (issue 52 §3: 2/2).
+
+The clients of QAFeL train from the hidden state ``x_hat`` (eqs. (3)-(4)), which follows the server model ``x`` a
+quantized broadcast at a time; Table 1 tests ``x``. With a 2-bit server the broadcasts err 70 % of what they are
+asked to carry and ``x_hat`` lags ``x`` by about 1.8 server steps (``results/qafel/server-channel``), yet 2/2 reaches
+the 91 % target before 2/4. This runs the rows asked at Table 1's setting at the paper's load (the target of
+``results/qafel/target-probe``, which stops a run where it reaches it) and, at every point of the evaluation grid,
+tests ``x_hat`` as it holds there beside ``x``, on the same validation images: whether the model the clients train
+from is as good as the one tested, and the two rows' difference in each. Per run, the means in windows of
+``--window`` uploads of both accuracies and of their difference (``x - x_hat``). Where ``--against`` names committed
+Table 1 results, each run's curve of ``x`` is compared with the committed run of its row and seed: the probe's
+extra evaluations change no number of the run it watches (the same numbers), or it says where they part.
+Writes ``OUT/hidden-state.json`` and ``.md``.
+
+    python tools/qafel_hidden_state.py --uploads 40000 --seeds 0 --against results/qafel/table1/paper-load/\
+qafel-table1.json results/qafel/table1/paper-load-2-4-on-avx2/qafel-table1.json --out results/qafel/hidden-state
+    python tools/qafel_hidden_state.py --quick --uploads 300 --out /tmp/hidden-state        # CI-sized
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from afl.algorithms.qafel import QAFeL  # noqa: E402
+from afl.repro import qafel as qr  # noqa: E402
+from afl.repro.runner import afl_commit, machine, run_tasks, write_probe  # noqa: E402
+from afl.results import RunProgress  # noqa: E402
+from afl.scoreboard.qafel import LOAD_RUN  # noqa: E402
+
+ROWS = ("qafel_c2_s2", "qafel_c2_s4")
+COMPARED = ("accuracy", "loss", "uploads", "upload_error", "buffer_error")
+
+
+class HiddenStateProbe(QAFeL):
+    """QAFeL that, wherever the history evaluates the server model, also queues an evaluation of the hidden state
+    as it holds then (what it trains and sends is unchanged): ``hidden`` lists ``(grid time, evaluation)``."""
+
+    def __init__(self, fed, history, cfg):
+        super().__init__(fed, history, cfg)
+        self.tested: list = []
+
+    def _test_hidden(self, times: list[float]) -> None:
+        if times:
+            evaluation = self.queue.evaluate(self.hidden)
+            self.tested += [(time, evaluation) for time in times]
+
+    def on_server_step(self, t, contacts) -> None:
+        self._test_hidden(self.history.pending(t))
+        super().on_server_step(t, contacts)
+
+    def finish(self) -> None:
+        self._test_hidden(self.history.pending(self.history.total_time, inclusive=True))
+        super().finish()
+
+
+def with_hidden(run: dict) -> dict:
+    """``run`` (a :func:`afl.repro.qafel.compute_run` of :class:`HiddenStateProbe`) with its curve's
+    ``hidden_accuracy`` and ``hidden_loss``: the hidden state's at each grid time of the curve."""
+    learner = run.pop("learner")
+    tested = {time: evaluation.value() for time, evaluation in learner.tested}
+    curve = run["curve"]
+    missing = [t for t in curve["time"] if t not in tested]
+    if missing:
+        raise RuntimeError(f"the hidden state was not tested at grid times {missing[:3]}")
+    curve["hidden_accuracy"] = [tested[t]["accuracy"] for t in curve["time"]]
+    curve["hidden_loss"] = [tested[t]["loss"] for t in curve["time"]]
+    return run
+
+
+def summary(runs: list[dict], against: dict, width: int) -> list[dict]:
+    """Per run: its curve, window means of both accuracies, of their difference (``lead``) and of how far behind
+    the server model the clients start (``gap_steps``: root mean square, in server steps, from the run's counters:
+    :func:`afl.repro.qafel.channel_errors`), and its agreement with the committed run."""
+    rows = []
+    for run in runs:
+        c = run["curve"]
+        stop = -(-max(c["uploads"]) // width) * width
+        lead = dict(c, lead=[a - h for a, h in zip(c["accuracy"], c["hidden_accuracy"])])
+        gap = qr.window_means(qr.channel_errors(run), 0, stop, width, "gap")
+        rows.append({"method": run["method"], "seed": run["seed"], "curve": c,
+                     "reached_at_uploads": run.get("uploads_to_target"),
+                     "windows": {key: qr.window_means(lead, 0, stop, width, key)
+                                 for key in ("accuracy", "hidden_accuracy", "lead")}
+                     | {"gap_steps": [None if g is None else math.sqrt(g) for g in gap]},
+                     "against_committed": qr.curve_agreement(run, against.get((run["method"], run["seed"])),
+                                                             COMPARED)})
+    return rows
+
+
+def markdown(result: dict) -> str:
+    width = result["window"]
+    again = f" (summarised again by `{result['summarised_by']}`)" if "summarised_by" in result else ""
+    lines = ["# QAFeL's hidden state beside its server model", "", f"Command: `{result['command']}`{again}", "",
+             f"Machine: {result['machine']}", "", f"Setting: {result['setting']}.", "",
+             "Per run and window of uploads: the mean validation accuracy (%) of the server model `x` (what Table 1 "
+             "tests) / of the hidden state `x̂` the clients start from (tested at the same grid points on the same "
+             "images) / their difference `x − x̂` (points) / how far behind `x` the clients start, `|x − x̂|` over "
+             "the server step's norm (root mean square over the window's server steps).", ""]
+    runs = result["rows"]
+    n = max(len(r["windows"]["accuracy"]) for r in runs)
+    lines += ["| uploads | " + " | ".join(f"{qr.label(r['method'])} seed {r['seed']}" for r in runs) + " |",
+              "|---|" + "---|" * len(runs)]
+    for i in range(n):
+        cells = []
+        for r in runs:
+            w = r["windows"]
+            cells.append("–" if i >= len(w["accuracy"]) or w["accuracy"][i] is None else
+                         f"{100 * w['accuracy'][i]:.2f} / {100 * w['hidden_accuracy'][i]:.2f} / "
+                         f"{100 * w['lead'][i]:+.2f} / {w['gap_steps'][i]:.2f}")
+        lines.append(f"| {i * width:,}–{(i + 1) * width:,} | " + " | ".join(cells) + " |")
+    lines += ["", "| run | uploads to target | against the committed run |", "|---|---|---|"]
+    for r in runs:
+        a = r["against_committed"]
+        said = ("–" if a is None else f"the same numbers, {a['points']} evaluations" if a["same"] else
+                f"parts at {a['first_different_uploads']:,} uploads (accuracy {a['accuracy'][0]:.4f} against "
+                f"{a['accuracy'][1]:.4f})")
+        reached = "not reached" if r["reached_at_uploads"] is None else f"{r['reached_at_uploads']:,}"
+        lines.append(f"| {qr.label(r['method'])} seed {r['seed']} | {reached} | {said} |")
+    return "\n".join(lines) + "\n"
+
+
+def compute(args, methods: tuple) -> tuple[list[dict], dict]:
+    """The runs asked, as one fleet, and what computed them (command, machine, commit, setting)."""
+    target = {} if args.quick else {"target": dict(LOAD_RUN.overrides)["target"]}   # the paper's load
+    cfg = qr.setting("qafel-table1", quick=args.quick, methods=methods, max_uploads=args.uploads, **target)
+    data = qr.load_task(cfg)
+    tasks = [((None, m, s), partial(qr.compute_run, cfg, m, None, s, dataset=data, learner_class=HiddenStateProbe))
+             for s in args.seeds for m in methods]
+    with RunProgress(len(tasks), description="fleet", at_most=True) as bar:
+        outcomes = run_tasks(tasks, on_outcome=lambda outcome: bar.finished(outcome.key))
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        raise failed[0].error
+    command = ("python tools/qafel_hidden_state.py" + " --quick" * args.quick + f" --uploads {args.uploads} --seeds "
+               + " ".join(map(str, args.seeds)) + f" --window {args.window} --methods {args.methods}"
+               + (" --against " + " ".join(args.against) if args.against else "") + f" --out {args.out}")
+    protocol = "the quick setting" if args.quick else f"the paper protocol at the {100 * cfg.target:.0f} % target"
+    setting = (f"Table 1 ({protocol}) on the offline substitute ({cfg.users:,} users, lr {cfg.lr:g}, dropout "
+               f"{cfg.dropout:g}, Z = {cfg.Z}), {args.uploads:,} uploads a run at most, one fleet")
+    return [with_hidden(o.value) for o in outcomes], dict(command=command, machine=machine("cpu"),
+                                                         afl_commit=afl_commit(), setting=setting)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--quick", action="store_true", help="the quick setting (300 users, 70 %% target)")
+    p.add_argument("--uploads", type=int, default=40000)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--window", type=int, default=5000, help="a window's width, in uploads")
+    p.add_argument("--methods", default=",".join(ROWS), help="QAFeL rows, comma-separated (default: %(default)s)")
+    p.add_argument("--against", nargs="+", default=[], help="committed qafel-table1 results whose runs of the same "
+                                                           "rows and seeds to compare with")
+    p.add_argument("--curves", help="a probe's JSON whose runs to summarise again instead of computing them (its "
+                                    "command, machine and setting are kept; --window and --against are this call's)")
+    args = p.parse_args()
+    methods = tuple(args.methods.split(","))
+    if args.curves:
+        saved = json.loads(Path(args.curves).read_text())
+        runs = [dict(method=r["method"], seed=r["seed"], curve=r["curve"], uploads_to_target=r["reached_at_uploads"])
+                for r in saved["rows"]]
+        made = {k: saved[k] for k in ("command", "machine", "afl_commit", "setting")}
+        made["summarised_by"] = (f"python tools/qafel_hidden_state.py --curves {args.curves} --window {args.window}"
+                                 + (" --against " + " ".join(args.against) if args.against else "")
+                                 + f" --out {args.out}")
+    else:
+        runs, made = compute(args, methods)
+    against = {}
+    for path in args.against:
+        committed = json.loads(Path(path).read_text())
+        against |= {(r["method"], r["seed"]): r for r in committed["runs"] if r["concurrency"] is None}
+    result = made | {"window": args.window, "rows": summary(runs, against, args.window)}
+    write_probe(result, args.out, "hidden-state", markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
