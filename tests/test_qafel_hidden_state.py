@@ -1,4 +1,5 @@
 """tools/qafel_hidden_state.py: QAFeL's hidden state tested beside its server model, the run it watches unchanged."""
+import json
 import math
 import sys
 from pathlib import Path
@@ -56,3 +57,19 @@ def test_summary_windows_both_accuracies_and_their_difference_and_checks_the_com
     assert row["against_committed"]["same"] is False and row["against_committed"]["first_different_uploads"] == 30
     text = probe.markdown(dict(command="c", machine="m", setting="s", window=20, rows=[row]))
     assert "| 0–20 | 65.00 / 57.50 / +7.50 / 2.55 |" in text and "parts at 30 uploads" in text
+
+
+@pytest.mark.parametrize("folder", ["hidden-state", "hidden-state/seed-1"])
+def test_the_committed_probe_follows_from_its_curves(folder):
+    out = ROOT / "results/qafel" / folder
+    result = json.loads((out / "hidden-state.json").read_text())
+    paths = result["command"].split(" --against ")[1].split(" --out ")[0].split()
+    against = {}
+    for path in paths:
+        against |= {(r["method"], r["seed"]): r for r in json.loads((ROOT / path).read_text())["runs"]
+                    if r["concurrency"] is None}
+    runs = [dict(method=r["method"], seed=r["seed"], curve=r["curve"], uploads_to_target=r["reached_at_uploads"])
+            for r in result["rows"]]
+    assert probe.summary(runs, against, result["window"]) == result["rows"]
+    assert all(r["against_committed"]["same"] for r in result["rows"])        # the probe changed no number
+    assert (out / "hidden-state.md").read_text() == probe.markdown(result)

@@ -40,7 +40,7 @@ COMPARED = ("accuracy", "loss", "uploads", "upload_error", "buffer_error")
 
 class HiddenStateProbe(QAFeL):
     """QAFeL that, wherever the history evaluates the server model, also queues an evaluation of the hidden state
-    as it holds then (what it trains and sends is unchanged): ``hidden`` lists ``(grid time, evaluation)``."""
+    as it holds then (what it trains and sends is unchanged): ``tested`` lists ``(grid time, evaluation)``."""
 
     def __init__(self, fed, history, cfg):
         super().__init__(fed, history, cfg)
