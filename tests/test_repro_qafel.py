@@ -306,3 +306,18 @@ def test_a_run_agrees_with_the_committed_one_up_to_its_end_or_says_where_they_pa
     assert parted == {"same": False, "first_different_uploads": 20, "accuracy": [0.7, 0.7],
                       "upload_error": [5.0, 5.1]}
     assert qr.curve_agreement(mine, None) is None
+
+
+def test_probe_runs_give_each_run_in_order_with_its_learner_or_raise_the_first_failure(monkeypatch):
+    from afl.algorithms.qafel import QAFeL
+
+    class Marked(QAFeL):
+        pass
+
+    monkeypatch.setattr(qr, "load_task", lambda cfg, root=None, device="cpu": synthetic(cfg))
+    cfg = qr.setting("qafel-table1", quick=True, methods=("fedbuff", "qafel_c4_s4"), **TINY)
+    runs = qr.probe_runs(cfg, [("a", "qafel_c4_s4", 1, Marked), ("b", "fedbuff", 0, None)])
+    assert [(r["method"], r["seed"]) for r in runs] == [("qafel_c4_s4", 1), ("fedbuff", 0)]
+    assert isinstance(runs[0]["learner"], Marked) and "learner" not in runs[1]
+    with pytest.raises(ParameterError, match="learner_class"):
+        qr.probe_runs(cfg, [("a", "qafel_c4_s4", 0, dict)])        # not QAFeL's learner

@@ -22,7 +22,6 @@ import argparse
 import json
 import math
 import sys
-from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from afl.algorithms.qafel import QAFeL  # noqa: E402
 from afl.repro import qafel as qr  # noqa: E402
-from afl.repro.runner import afl_commit, machine, run_tasks, write_probe  # noqa: E402
-from afl.results import RunProgress  # noqa: E402
+from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
 from afl.scoreboard.qafel import LOAD_RUN  # noqa: E402
 
 ROWS = ("qafel_c2_s2", "qafel_c2_s4")
@@ -130,22 +128,15 @@ def compute(args, methods: tuple) -> tuple[list[dict], dict]:
     """The runs asked, as one fleet, and what computed them (command, machine, commit, setting)."""
     target = {} if args.quick else {"target": dict(LOAD_RUN.overrides)["target"]}   # the paper's load
     cfg = qr.setting("qafel-table1", quick=args.quick, methods=methods, max_uploads=args.uploads, **target)
-    data = qr.load_task(cfg)
-    tasks = [((None, m, s), partial(qr.compute_run, cfg, m, None, s, dataset=data, learner_class=HiddenStateProbe))
-             for s in args.seeds for m in methods]
-    with RunProgress(len(tasks), description="fleet", at_most=True) as bar:
-        outcomes = run_tasks(tasks, on_outcome=lambda outcome: bar.finished(outcome.key))
-    failed = [o for o in outcomes if not o.ok]
-    if failed:
-        raise failed[0].error
+    runs = qr.probe_runs(cfg, [((m, s), m, s, HiddenStateProbe) for s in args.seeds for m in methods])
     command = ("python tools/qafel_hidden_state.py" + " --quick" * args.quick + f" --uploads {args.uploads} --seeds "
                + " ".join(map(str, args.seeds)) + f" --window {args.window} --methods {args.methods}"
                + (" --against " + " ".join(args.against) if args.against else "") + f" --out {args.out}")
     protocol = "the quick setting" if args.quick else f"the paper protocol at the {100 * cfg.target:.0f} % target"
     setting = (f"Table 1 ({protocol}) on the offline substitute ({cfg.users:,} users, lr {cfg.lr:g}, dropout "
                f"{cfg.dropout:g}, Z = {cfg.Z}), {args.uploads:,} uploads a run at most, one fleet")
-    return [with_hidden(o.value) for o in outcomes], dict(command=command, machine=machine("cpu"),
-                                                         afl_commit=afl_commit(), setting=setting)
+    return [with_hidden(run) for run in runs], dict(command=command, machine=machine("cpu"), afl_commit=afl_commit(),
+                                                   setting=setting)
 
 
 def main() -> int:

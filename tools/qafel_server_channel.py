@@ -94,11 +94,7 @@ def main() -> int:
     methods = tuple(args.methods.split(","))
     target = {} if args.quick else {"target": dict(LOAD_RUN.overrides)["target"]}   # the paper's load
     cfg = qr.setting("qafel-table1", quick=args.quick, methods=methods, max_uploads=args.uploads, **target)
-    outcomes = qr.run_grid(cfg, [(None, m, args.seed) for m in methods])
-    failed = [o for o in outcomes if not o.ok]
-    if failed:
-        raise failed[0].error
-    runs = sorted((o.value for o in outcomes), key=lambda r: methods.index(r["method"]))
+    runs = qr.probe_runs(cfg, [((m, args.seed), m, args.seed, None) for m in methods])
     against = {}
     if args.against:
         committed = json.loads(Path(args.against).read_text())

@@ -25,7 +25,6 @@ import argparse
 import json
 import math
 import sys
-from functools import partial
 from pathlib import Path
 
 import torch
@@ -36,8 +35,7 @@ sys.path.insert(0, str(ROOT))
 from afl.algorithms.qafel import QAFeL  # noqa: E402
 from afl.errors import check_choice, check_real  # noqa: E402
 from afl.repro import qafel as qr  # noqa: E402
-from afl.repro.runner import afl_commit, machine, run_tasks, write_probe  # noqa: E402
-from afl.results import RunProgress  # noqa: E402
+from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
 from afl.scoreboard.qafel import LOAD_RUN  # noqa: E402
 
 ROW = "qafel_c2_s8"            # the 2-bit client; the server's bits do not reach a start that ignores x_hat
@@ -157,16 +155,9 @@ def main() -> int:
     size = measured_gap() if args.size is None else args.size
     target = {} if args.quick else {"target": dict(LOAD_RUN.overrides)["target"]}   # the paper's load
     cfg = qr.setting("qafel-table1", quick=args.quick, methods=(ROW,), max_uploads=args.uploads, **target)
-    data = qr.load_task(cfg)
-    tasks = [((start, seed), partial(qr.compute_run, cfg, ROW, None, seed, dataset=data,
-                                     learner_class=starting(start, size)))
-             for seed in args.seeds for start in starts]
-    with RunProgress(len(tasks), description="fleet", at_most=True) as bar:
-        outcomes = run_tasks(tasks, on_outcome=lambda outcome: bar.finished(outcome.key))
-    failed = [o for o in outcomes if not o.ok]
-    if failed:
-        raise failed[0].error
-    runs = [dict(o.value, start=o.key[0]) for o in outcomes]
+    keys = [(start, seed) for seed in args.seeds for start in starts]
+    results = qr.probe_runs(cfg, [((start, seed), ROW, seed, starting(start, size)) for start, seed in keys])
+    runs = [dict(run, start=start) for run, (start, _) in zip(results, keys)]
     for run in runs:
         run.pop("learner")
     against = {}

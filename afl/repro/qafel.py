@@ -49,6 +49,7 @@ from ..fleet import Outcome, run_fleet
 from ..models import build_model
 from ..papers import qafel as paper
 from ..plots import style
+from ..results import RunProgress
 from ..runtime import resolve_device
 from ..stats import error_bars, mean_std, paired_ratio, pm
 from ..sim import HalfNormal, rate_for_concurrency
@@ -432,6 +433,21 @@ def run_grid(cfg: QafelSetting, keys: list[tuple], *, device="cpu", root=None, f
     tasks = [(key, partial_fn(compute_run, cfg, key[1], key[0], key[2], dataset=data, device=device,
                               checkpoints=checkpoints)) for key in keys]
     return run_tasks(tasks, fleet=fleet, fleet_size=fleet_size, on_outcome=on_outcome)
+
+
+def probe_runs(cfg: QafelSetting, runs: list[tuple], *, device="cpu", root=None) -> list[dict]:
+    """A probe's runs of ``cfg`` as one fleet, with a progress bar: ``runs`` lists ``(key, method, seed,
+    learner_class)`` (:func:`compute_run`, no concurrency sweep; ``learner_class`` None for the method's own);
+    their results in order, or the first failure raised."""
+    data = load_task(cfg, root=root, device=device)
+    tasks = [(key, partial_fn(compute_run, cfg, method, None, seed, dataset=data, device=device,
+                              learner_class=learner)) for key, method, seed, learner in runs]
+    with RunProgress(len(tasks), description="fleet", at_most=True) as bar:
+        outcomes = run_tasks(tasks, on_outcome=lambda outcome: bar.finished(outcome.key))
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        raise failed[0].error
+    return [o.value for o in outcomes]
 
 
 def grid(cfg: QafelSetting, *, seeds: int | None = None, device="cpu", root=None, fleet: bool = True,
