@@ -94,8 +94,7 @@ def summary(runs: list[dict], against: dict, width: int) -> list[dict]:
 
 def markdown(result: dict) -> str:
     width = result["window"]
-    again = f" (summarised again by `{result['summarised_by']}`)" if "summarised_by" in result else ""
-    lines = ["# QAFeL's hidden state beside its server model", "", f"Command: `{result['command']}`{again}", "",
+    lines = ["# QAFeL's hidden state beside its server model", "", f"Command: `{result['command']}`", "",
              f"Machine: {result['machine']}", "", f"Setting: {result['setting']}.", "",
              "Per run and window of uploads: the mean validation accuracy (%) of the server model `x` (what Table 1 "
              "tests) / of the hidden state `x̂` the clients start from (tested at the same grid points on the same "
@@ -149,20 +148,9 @@ def main() -> int:
     p.add_argument("--methods", default=",".join(ROWS), help="QAFeL rows, comma-separated (default: %(default)s)")
     p.add_argument("--against", nargs="+", default=[], help="committed qafel-table1 results whose runs of the same "
                                                            "rows and seeds to compare with")
-    p.add_argument("--curves", help="a probe's JSON whose runs to summarise again instead of computing them (its "
-                                    "command, machine and setting are kept; --window and --against are this call's)")
     args = p.parse_args()
     methods = tuple(args.methods.split(","))
-    if args.curves:
-        saved = json.loads(Path(args.curves).read_text())
-        runs = [dict(method=r["method"], seed=r["seed"], curve=r["curve"], uploads_to_target=r["reached_at_uploads"])
-                for r in saved["rows"]]
-        made = {k: saved[k] for k in ("command", "machine", "afl_commit", "setting")}
-        made["summarised_by"] = (f"python tools/qafel_hidden_state.py --curves {args.curves} --window {args.window}"
-                                 + (" --against " + " ".join(args.against) if args.against else "")
-                                 + f" --out {args.out}")
-    else:
-        runs, made = compute(args, methods)
+    runs, made = compute(args, methods)
     against = {}
     for path in args.against:
         committed = json.loads(Path(path).read_text())
