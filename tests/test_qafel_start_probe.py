@@ -91,3 +91,17 @@ def test_the_default_size_is_the_committed_2_2_runs_rms_gap():
     windows = next(r for r in json.loads(probe.HIDDEN_STATE.read_text())["rows"]
                    if r["method"] == "qafel_c2_s2")["windows"]["gap_steps"]
     assert min(w for w in windows if w) <= size <= max(w for w in windows if w)
+
+
+def test_the_committed_probe_follows_from_its_curves():
+    out = ROOT / "results/qafel/start-probe"
+    result = json.loads((out / "start-probe.json").read_text())
+    seeds = sorted({r["seed"] for r in result["rows"]})
+    paths = result["command"].split(" --against ")[1].split(" --out ")[0].split()
+    against = probe.committed_rows([ROOT / path for path in paths], seeds)
+    runs = [dict(start=r["start"], seed=r["seed"], uploads_to_target=r["reached_at_uploads"], curve=r["curve"])
+            for r in result["rows"] if r["curve"] is not None]
+    assert [r["start"] for r in runs] == list(probe.STARTS)
+    assert probe.summary(runs, against, result["window"], result["uploads"]) == result["rows"]
+    assert result["size"] == probe.measured_gap()
+    assert (out / "start-probe.md").read_text() == probe.markdown(result)

@@ -110,6 +110,17 @@ def measured_gap(path: Path = HIDDEN_STATE, method: str = "qafel_c2_s2", seed: i
     return math.sqrt(c["hidden_gap"][-1] / c["server_steps"][-1])
 
 
+def committed_rows(paths: list, seeds: list[int]) -> dict:
+    """The 2-bit client rows of ``seeds`` (Table 1's setting) in committed results, qafel-table1 (``runs``) or
+    hidden-state (``rows``), by ``(method, seed)``."""
+    rows = {}
+    for path in paths:
+        saved = json.loads(Path(path).read_text())
+        rows |= {(r["method"], r["seed"]): r for r in saved.get("runs", saved.get("rows", []))
+                 if r.get("concurrency") is None and r["method"].startswith("qafel_c2_") and r["seed"] in seeds}
+    return rows
+
+
 def summary(runs: list[dict], against: dict, width: int, stop: int) -> list[dict]:
     """Per run (a start or a committed row): uploads to target and window means of the accuracy."""
     rows = [{"start": run["start"], "seed": run["seed"], "reached_at_uploads": run["uploads_to_target"],
@@ -160,11 +171,7 @@ def main() -> int:
     runs = [dict(run, start=start) for run, (start, _) in zip(results, keys)]
     for run in runs:
         run.pop("learner")
-    against = {}
-    for path in args.against:
-        saved = json.loads(Path(path).read_text())
-        against |= {(r["method"], r["seed"]): r for r in saved.get("runs", saved.get("rows", []))
-                    if r.get("concurrency") is None and r["method"].startswith("qafel_c2_") and r["seed"] in args.seeds}
+    against = committed_rows(args.against, args.seeds)
     command = ("python tools/qafel_start_probe.py" + " --quick" * args.quick + f" --uploads {args.uploads} --seeds "
                + " ".join(map(str, args.seeds)) + f" --starts {args.starts}"
                + ("" if args.size is None else f" --size {args.size}") + f" --window {args.window}"
