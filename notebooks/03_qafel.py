@@ -447,7 +447,55 @@ if hidden:
 # server step behind. So 2/2 does not lead because the tested model runs ahead of the one trained: both of its
 # models lead 2/4's, from the first thousands of uploads. The lead is in the trajectory. As extra staleness the lag
 # is small (every upload is already about 8 server steps old when it arrives); as a displacement of the start it is
-# not (the broadcasts' rounding residual). Which of the two helps is the next probe (`results/qafel/README.md`).
+# not (the broadcasts' rounding residual). Which of the two helps?
+
+# %% [markdown]
+# **Where the clients start, one property at a time.** A probe ran the 2-bit client at the paper's load with its
+# clients starting from the server model `x` itself (`exact`, the limit of many server bits), from `x` as it was 1.39
+# server steps before (`lagged`: a pure lag), or from `x` plus a random direction 1.39 server steps long (`displaced`:
+# a pure displacement); 1.39 is the committed 2/2 run's rms gap (`tools/qafel_start_probe.py`, its command printed;
+# seed 0). **Predict:** which start gives 2/2's lead over `exact`, and which costs?
+
+# %%
+starts = committed("qafel/start-probe/start-probe")
+if starts is not None and hidden:
+    print(f"`{starts['command']}`")
+    looks = {"exact": dict(color="black", ls="-"), "lagged": dict(color="tab:gray", ls="--"),
+             "displaced": dict(color="black", ls="-.")}
+    words = {"exact": "exact start (x)", "lagged": f"lagged start ({starts['size']:.2f} server steps behind x)",
+             "displaced": f"displaced start (x + {starts['size']:.2f} server steps, random direction)"}
+    curves = [(words[r["start"]], r["curve"], dict(looks[r["start"]], lw=1.5))
+              for r in starts["rows"] if r["curve"] is not None]
+    curves += [(f"{qr.label(r['method'])} (committed, starts from x̂)", r["curve"],
+                dict(color=style(r["method"])["color"], ls=style(r["method"])["linestyle"], lw=3))
+               for r in hidden[0]["rows"] if r["seed"] == 0]
+    fig, (ax_a, ax_d) = plt.subplots(1, 2, figsize=(13, 4))
+    width, stop = starts["window"], starts["uploads"]
+    edges = np.arange(width, stop + 1, width) / 1000 - width / 2000      # the windows' middles, thousands
+    exact = np.asarray(qr.window_means(curves[0][1], 0, stop, width))
+    for name, c, look in curves:
+        k = np.asarray(c["uploads"][smooth - 1:]) / 1000
+        ax_a.plot(k, mean(c["accuracy"]), label=name, **look)
+        ax_d.plot(edges, 100 * (np.asarray(qr.window_means(c, 0, stop, width)) - exact), marker="o", **look)
+    ax_a.set(xlim=(0, 41), ylim=(65, 91.5), xlabel="uploads (thousands)",
+             ylabel=f"validation accuracy (%), mean of {smooth} evaluations", title="the runs (seed 0)")
+    ax_d.axhline(0, color="black", lw=0.8)
+    ax_d.set(xlabel="uploads (thousands), middle of a window of 5,000",
+             ylabel="window mean accuracy − the exact start's (points)",
+             title="against the exact start (lines as on the left)")
+    ax_a.legend(fontsize=7, loc="lower right")
+    fig.suptitle("The 2-bit client row, its clients starting from x, behind it or displaced from it (the paper's load)")
+    fig.tight_layout()
+    plt.show()
+
+# %% [markdown]
+# What to notice: the lagged start (grey, dashed) sits 2–5 points below the exact one in every window, so 1.4 server
+# steps of extra staleness on every upload cost, although each upload is already about 8 steps stale: `x̂` does not
+# act as a lagged `x`. The displaced start stays near the exact one (mostly a little above), about as near as 2/4,
+# whose start lies a quarter step from `x`, drifts from it by chance. Only the committed 2/2 run (from its `x̂`) lies
+# above `exact` in every window. So a random displacement of `x̂`'s length does not give the lead, and a lag costs:
+# what is left is the residual's direction (the rounding residual of a 2-bit broadcast is not a random vector). One
+# seed: read it as where to look next, not as a measured effect.
 
 # %% [markdown]
 # **Your turn.** A small version of the same race, live: FedBuff against QAFeL with the bits, the buffer `Z` and
