@@ -1,6 +1,7 @@
 """tools/qafel_hidden_state.py: QAFeL's hidden state tested beside its server model, the run it watches unchanged."""
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import qafel_hidden_state as probe  # noqa: E402
+import qafel_probe  # noqa: E402
 
 @pytest.fixture(scope="module")
 def tiny():
@@ -63,11 +65,8 @@ def test_summary_windows_both_accuracies_and_their_difference_and_checks_the_com
 def test_the_committed_probe_follows_from_its_curves(folder):
     out = ROOT / "results/qafel" / folder
     result = json.loads((out / "hidden-state.json").read_text())
-    paths = result["command"].split(" --against ")[1].split(" --out ")[0].split()
-    against = {}
-    for path in paths:
-        against |= {(r["method"], r["seed"]): r for r in json.loads((ROOT / path).read_text())["runs"]
-                    if r["concurrency"] is None}
+    paths = probe.arguments().parse_args(shlex.split(result["command"])[2:]).against
+    against = qafel_probe.committed_runs([ROOT / path for path in paths])
     runs = [dict(method=r["method"], seed=r["seed"], curve=r["curve"], uploads_to_target=r["reached_at_uploads"])
             for r in result["rows"]]
     assert probe.summary(runs, against, result["window"]) == result["rows"]

@@ -1,6 +1,7 @@
 """tools/qafel_server_channel.py: QAFeL's server channel beside its client channel, from a run's counters."""
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from afl.repro import qafel as qr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
+import qafel_probe  # noqa: E402
 import qafel_server_channel as probe  # noqa: E402
 
 
@@ -34,8 +36,8 @@ def test_windows_give_the_mean_errors_and_the_gap_in_server_steps():
 
 def test_the_committed_probe_follows_from_its_curves():
     result = json.loads((ROOT / "results/qafel/server-channel/server-channel.json").read_text())
-    committed = json.loads((ROOT / "results/qafel/table1/paper-load/qafel-table1.json").read_text())
-    against = {(r["method"], r["seed"]): r for r in committed["runs"] if r["concurrency"] is None}
+    paths = probe.arguments().parse_args(shlex.split(result["command"])[2:]).against
+    against = qafel_probe.committed_runs([ROOT / path for path in paths])
     rows = probe.summary([dict(method=r["method"], seed=r["seed"], curve=r["curve"]) for r in result["rows"]],
                          against)
     assert rows == result["rows"]

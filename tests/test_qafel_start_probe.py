@@ -1,6 +1,7 @@
 """tools/qafel_start_probe.py: QAFeL's 2-bit clients started from x, from a lagged x or from a displaced x."""
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -79,6 +80,39 @@ def test_a_displaced_start_lies_its_radius_of_server_steps_from_x(data):
     assert len(seen) > 5 and all(math.isclose(o, 1.4 * s, rel_tol=1e-4) for o, s in seen)
 
 
+def watched_starts(data, start):
+    """Per server step of a residual start's 2/2 run: the start it made, the server model and the hidden state."""
+    seen = []
+
+    class Watched(probe.starting(start, 1.0)):
+        def after_step(self):
+            super().after_step()
+            seen.append((self.start_model(), self.w, self.hidden))
+
+    qr.compute_run(CFG, probe.row_of(start), None, 0, dataset=data, learner_class=Watched)
+    assert len(seen) > 5
+    return seen
+
+
+def test_a_flipped_start_reflects_the_residual_through_x(data):
+    for start, w, hidden in watched_starts(data, "flipped"):
+        assert torch.allclose(start - w, -(hidden - w), atol=1e-7) and (hidden != w).any()
+
+
+def test_a_shuffled_start_permutes_the_residual_within_each_tensor(data):
+    sizes = [math.prod(s) for s in qr.qafel_shapes()]
+    moved = 0
+    for start, w, hidden in watched_starts(data, "shuffled"):
+        for a, b in zip((start - w).split(sizes), (hidden - w).split(sizes)):
+            assert torch.allclose(a.sort().values, b.sort().values, atol=1e-7)     # the same values, per tensor
+        moved += not torch.allclose(start - w, hidden - w)
+    assert moved > 5                                                               # in another order
+
+
+def test_residual_starts_run_the_2_2_row_and_the_others_the_2_8_row():
+    assert [probe.row_of(s) for s in probe.STARTS] == ["qafel_c2_s8"] * 3 + ["qafel_c2_s2"] * 2
+
+
 def test_bad_starts_and_sizes_are_errors_that_name_them():
     with pytest.raises(ParameterError, match="starts"):
         probe.starting("ahead", 1.0)
@@ -93,15 +127,16 @@ def test_the_default_size_is_the_committed_2_2_runs_rms_gap():
     assert min(w for w in windows if w) <= size <= max(w for w in windows if w)
 
 
-def test_the_committed_probe_follows_from_its_curves():
-    out = ROOT / "results/qafel/start-probe"
+@pytest.mark.parametrize("folder", ["start-probe"])
+def test_the_committed_probe_follows_from_its_curves(folder):
+    out = ROOT / "results/qafel" / folder
     result = json.loads((out / "start-probe.json").read_text())
     seeds = sorted({r["seed"] for r in result["rows"]})
-    paths = result["command"].split(" --against ")[1].split(" --out ")[0].split()
-    against = probe.committed_rows([ROOT / path for path in paths], seeds)
+    args = probe.arguments().parse_args(shlex.split(result["command"])[2:])
+    against = probe.committed_rows([ROOT / path for path in args.against], seeds)
     runs = [dict(start=r["start"], seed=r["seed"], uploads_to_target=r["reached_at_uploads"], curve=r["curve"])
             for r in result["rows"] if r["curve"] is not None]
-    assert [r["start"] for r in runs] == list(probe.STARTS)
+    assert [r["start"] for r in runs] == [s for seed in seeds for s in args.starts.split(",")]
     assert probe.summary(runs, against, result["window"], result["uploads"]) == result["rows"]
     assert result["size"] == probe.measured_gap()
     assert (out / "start-probe.md").read_text() == probe.markdown(result)

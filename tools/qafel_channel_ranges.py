@@ -14,7 +14,6 @@ bits, and the uploads' mean relative error ``|Q(x) - x|^2 / |x|^2`` at 8, 4 and 
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -28,6 +27,8 @@ from afl.algorithms.qafel import QAFeL  # noqa: E402
 from afl.compress import make_quantizer  # noqa: E402
 from afl.repro import qafel as qr  # noqa: E402
 from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
+
+import qafel_probe  # noqa: E402
 
 BITS = (8, 4, 2)
 EPS = float(torch.finfo(torch.float32).eps)
@@ -85,24 +86,23 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def arguments():
+    """The tool's command line (:func:`qafel_probe.parser` and its own options)."""
+    p = qafel_probe.parser(__doc__, uploads=3000, window=250, seed=0)
+    return p
+
+
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True)
-    p.add_argument("--quick", action="store_true", help="the quick setting (300 users)")
-    p.add_argument("--uploads", type=int, default=3000)
-    p.add_argument("--window", type=int, default=250)
-    p.add_argument("--seed", type=int, default=0)
+    p = arguments()
     args = p.parse_args()
     overrides = dict(max_uploads=args.uploads, target=1.0, methods=("qafel_c8_s8",))
     cfg = qr.setting("qafel-table1", quick=args.quick, **overrides)
     records: list = []
     qr.compute_run(cfg, "qafel_c8_s8", None, args.seed, learner_class=probe_class(records))
-    command = "python tools/qafel_channel_ranges.py" + " --quick" * args.quick + f" --uploads {args.uploads} " \
-        f"--window {args.window} --seed {args.seed} --out {args.out}"
     setting = (f"{'the quick setting' if args.quick else 'the paper protocol'} on the offline substitute "
                f"({cfg.users} users, lr {cfg.lr:g}, dropout {cfg.dropout:g}), seed {args.seed}, {len(records)} uploads")
-    result = {"command": command, "machine": machine("cpu"), "afl_commit": afl_commit(), "setting": setting,
-              "eps": EPS, "windows": summary(records, args.window)}
+    result = {"command": qafel_probe.command("qafel_channel_ranges.py", p, args), "machine": machine("cpu"),
+              "afl_commit": afl_commit(), "setting": setting, "eps": EPS, "windows": summary(records, args.window)}
     write_probe(result, args.out, "channel-ranges", markdown(result))
     print(markdown(result))
     return 0

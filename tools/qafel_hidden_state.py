@@ -18,8 +18,6 @@ qafel-table1.json results/qafel/table1/paper-load-2-4-on-avx2/qafel-table1.json 
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -30,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 from afl.algorithms.qafel import QAFeL  # noqa: E402
 from afl.repro import qafel as qr  # noqa: E402
 from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
-from afl.scoreboard.qafel import LOAD_RUN  # noqa: E402
+
+import qafel_probe  # noqa: E402
 
 ROWS = ("qafel_c2_s2", "qafel_c2_s4")
 COMPARED = ("accuracy", "loss", "uploads", "upload_error", "buffer_error")
@@ -123,38 +122,31 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compute(args, methods: tuple) -> tuple[list[dict], dict]:
+def compute(p, args, methods: tuple) -> tuple[list[dict], dict]:
     """The runs asked, as one fleet, and what computed them (command, machine, commit, setting)."""
-    target = {} if args.quick else {"target": dict(LOAD_RUN.overrides)["target"]}   # the paper's load
-    cfg = qr.setting("qafel-table1", quick=args.quick, methods=methods, max_uploads=args.uploads, **target)
+    cfg = qafel_probe.setting(args, methods)
     runs = qr.probe_runs(cfg, [((m, s), m, s, HiddenStateProbe) for s in args.seeds for m in methods])
-    command = ("python tools/qafel_hidden_state.py" + " --quick" * args.quick + f" --uploads {args.uploads} --seeds "
-               + " ".join(map(str, args.seeds)) + f" --window {args.window} --methods {args.methods}"
-               + (" --against " + " ".join(args.against) if args.against else "") + f" --out {args.out}")
-    protocol = "the quick setting" if args.quick else f"the paper protocol at the {100 * cfg.target:.0f} % target"
-    setting = (f"Table 1 ({protocol}) on the offline substitute ({cfg.users:,} users, lr {cfg.lr:g}, dropout "
-               f"{cfg.dropout:g}, Z = {cfg.Z}), {args.uploads:,} uploads a run at most, one fleet")
-    return [with_hidden(run) for run in runs], dict(command=command, machine=machine("cpu"), afl_commit=afl_commit(),
-                                                   setting=setting)
+    setting = (f"Table 1 ({qafel_probe.protocol(args, cfg)}) on the offline substitute ({cfg.users:,} users, lr "
+               f"{cfg.lr:g}, dropout {cfg.dropout:g}, Z = {cfg.Z}), {args.uploads:,} uploads a run at most, one fleet")
+    return [with_hidden(run) for run in runs], dict(command=qafel_probe.command("qafel_hidden_state.py", p, args),
+                                                   machine=machine("cpu"), afl_commit=afl_commit(), setting=setting)
+
+
+def arguments():
+    """The tool's command line (:func:`qafel_probe.parser` and its own options)."""
+    p = qafel_probe.parser(__doc__, uploads=40000, seeds=[0], window=5000,
+                           against="committed qafel-table1 results whose runs of the same rows and seeds to compare "
+                                   "with")
+    p.add_argument("--methods", default=",".join(ROWS), help="QAFeL rows, comma-separated (default: %(default)s)")
+    return p
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True)
-    p.add_argument("--quick", action="store_true", help="the quick setting (300 users, 70 %% target)")
-    p.add_argument("--uploads", type=int, default=40000)
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    p.add_argument("--window", type=int, default=5000, help="a window's width, in uploads")
-    p.add_argument("--methods", default=",".join(ROWS), help="QAFeL rows, comma-separated (default: %(default)s)")
-    p.add_argument("--against", nargs="+", default=[], help="committed qafel-table1 results whose runs of the same "
-                                                           "rows and seeds to compare with")
+    p = arguments()
     args = p.parse_args()
     methods = tuple(args.methods.split(","))
-    runs, made = compute(args, methods)
-    against = {}
-    for path in args.against:
-        committed = json.loads(Path(path).read_text())
-        against |= {(r["method"], r["seed"]): r for r in committed["runs"] if r["concurrency"] is None}
+    runs, made = compute(p, args, methods)
+    against = qafel_probe.committed_runs(args.against)
     result = made | {"window": args.window, "rows": summary(runs, against, args.window)}
     write_probe(result, args.out, "hidden-state", markdown(result))
     print(markdown(result))

@@ -16,8 +16,6 @@ Writes ``OUT/server-channel.json`` and ``.md``.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -29,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from afl.repro import qafel as qr  # noqa: E402
 from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
-from afl.scoreboard.qafel import LOAD_RUN  # noqa: E402
+
+import qafel_probe  # noqa: E402
 
 ROWS = ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")
 COMPARED = ("accuracy", "uploads", "upload_error", "buffer_error")
@@ -81,33 +80,27 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True)
-    p.add_argument("--quick", action="store_true", help="the quick setting (300 users, 70 %% target)")
-    p.add_argument("--uploads", type=int, default=5000)
-    p.add_argument("--seed", type=int, default=0)
+def arguments():
+    """The tool's command line (:func:`qafel_probe.parser` and its own options)."""
+    p = qafel_probe.parser(__doc__, uploads=5000, seed=0,
+                           against="committed qafel-table1 results whose runs of the same rows and seed to compare "
+                                   "with")
     p.add_argument("--methods", default=",".join(ROWS), help="QAFeL rows, comma-separated (default: %(default)s)")
-    p.add_argument("--against", help="a committed qafel-table1 result whose runs of the same rows and seed to "
-                                     "compare with")
+    return p
+
+
+def main() -> int:
+    p = arguments()
     args = p.parse_args()
     methods = tuple(args.methods.split(","))
-    target = {} if args.quick else {"target": dict(LOAD_RUN.overrides)["target"]}   # the paper's load
-    cfg = qr.setting("qafel-table1", quick=args.quick, methods=methods, max_uploads=args.uploads, **target)
+    cfg = qafel_probe.setting(args, methods)
     runs = qr.probe_runs(cfg, [((m, args.seed), m, args.seed, None) for m in methods])
-    against = {}
-    if args.against:
-        committed = json.loads(Path(args.against).read_text())
-        against = {(r["method"], r["seed"]): r for r in committed["runs"] if r["concurrency"] is None}
-    command = ("python tools/qafel_server_channel.py" + " --quick" * args.quick + f" --uploads {args.uploads} "
-               f"--seed {args.seed} --methods {args.methods}" + (f" --against {args.against}" if args.against else "")
-               + f" --out {args.out}")
-    protocol = "the quick setting" if args.quick else f"the paper protocol at the {100 * cfg.target:.0f} % target"
-    setting = (f"Table 1 ({protocol}) on the "
+    setting = (f"Table 1 ({qafel_probe.protocol(args, cfg)}) on the "
                f"offline substitute ({cfg.users:,} users, lr {cfg.lr:g}, dropout {cfg.dropout:g}, Z = {cfg.Z}), seed "
                f"{args.seed}, {args.uploads:,} uploads a run, one fleet")
-    result = {"command": command, "machine": machine("cpu"), "afl_commit": afl_commit(), "setting": setting,
-              "rows": summary(runs, against)}
+    result = {"command": qafel_probe.command("qafel_server_channel.py", p, args), "machine": machine("cpu"),
+              "afl_commit": afl_commit(), "setting": setting,
+              "rows": summary(runs, qafel_probe.committed_runs(args.against))}
     write_probe(result, args.out, "server-channel", markdown(result))
     print(markdown(result))
     return 0

@@ -10,7 +10,14 @@ paper's load with its clients starting from
 - ``lagged``: ``x`` as it was ``--size`` server steps ago (linear between two server models): a pure lag along the
   trajectory;
 - ``displaced``: ``x`` plus a random direction of length ``--size`` times the last server step's, drawn again at
-  every server step (a shared start for the clients of a step, as ``x_hat`` is): a pure displacement.
+  every server step (a shared start for the clients of a step, as ``x_hat`` is): a pure displacement;
+- ``flipped``: ``x - (x_hat - x)``, the 2/2 row's own residual reflected (its length and coordinates' sizes kept,
+  its sign turned);
+- ``shuffled``: ``x`` plus the 2/2 row's residual with its coordinates permuted within each tensor, afresh after
+  every server step (its length and each tensor's share kept, its direction lost).
+
+The first three run the 2/8 row (a start that ignores ``x_hat`` ignores the server's bits); the residual starts run
+the 2/2 row, whose hidden state they transform (what it broadcasts and counts is unchanged).
 
 ``--size`` defaults to the rms gap of the committed 2/2 run of ``results/qafel/hidden-state`` (over its whole run).
 Per start: uploads to the target and the mean accuracy in windows of uploads, beside the committed 2-bit client rows
@@ -18,10 +25,11 @@ of the same seed where ``--against`` names them. Writes ``OUT/start-probe.json``
 
     python tools/qafel_start_probe.py --seeds 0 --against results/qafel/hidden-state/hidden-state.json \
         --out results/qafel/start-probe
+    python tools/qafel_start_probe.py --seeds 0 --starts flipped,shuffled \
+        --against results/qafel/hidden-state/hidden-state.json --out results/qafel/start-probe/residual
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -36,10 +44,13 @@ from afl.algorithms.qafel import QAFeL  # noqa: E402
 from afl.errors import check_choice, check_real  # noqa: E402
 from afl.repro import qafel as qr  # noqa: E402
 from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
-from afl.scoreboard.qafel import LOAD_RUN  # noqa: E402
+
+import qafel_probe  # noqa: E402
 
 ROW = "qafel_c2_s8"            # the 2-bit client; the server's bits do not reach a start that ignores x_hat
-STARTS = ("exact", "lagged", "displaced")
+RESIDUAL_ROW = "qafel_c2_s2"   # the row whose residual x_hat - x the residual starts transform
+STARTS = ("exact", "lagged", "displaced", "flipped", "shuffled")
+RESIDUAL = ("flipped", "shuffled")
 HIDDEN_STATE = ROOT / "results/qafel/hidden-state/hidden-state.json"
 
 
@@ -92,15 +103,62 @@ class DisplacedStart(QAFeL):
         return self.w + self.offset
 
 
+class ResidualStart(QAFeL):
+    """QAFeL whose clients start from ``x + T(x_hat - x)``, ``T`` a transform of the residual (:meth:`transform`),
+    made after every server step; the hidden state itself is kept and broadcast as QAFeL keeps it."""
+
+    def __init__(self, fed, history, cfg):
+        super().__init__(fed, history, cfg)
+        self.start = self.w
+
+    def transform(self, residual):
+        raise NotImplementedError
+
+    def after_step(self) -> None:
+        super().after_step()
+        self.start = self.w + self.transform(self.hidden - self.w)
+
+    def start_model(self):
+        return self.start
+
+
+class FlippedStart(ResidualStart):
+    """The residual reflected: clients start from ``x - (x_hat - x)``."""
+
+    def transform(self, residual):
+        return -residual
+
+
+class ShuffledStart(ResidualStart):
+    """The residual's coordinates permuted within each tensor of the model, a fresh permutation per server step
+    (seeded from the run's seed)."""
+
+    def __init__(self, fed, history, cfg):
+        super().__init__(fed, history, cfg)
+        self.rng = torch.Generator().manual_seed(2 * fed.seed + 9)
+        self.sizes = [math.prod(shape) for shape in fed.engine.model.shapes]
+
+    def transform(self, residual):
+        parts = residual.split(self.sizes)
+        return torch.cat([part[torch.randperm(part.numel(), generator=self.rng)] for part in parts])
+
+
 def starting(start: str, size: float) -> type:
-    """The learner of ``start`` (:data:`STARTS`) at ``size`` server steps."""
+    """The learner of ``start`` (:data:`STARTS`) at ``size`` server steps (a residual start has its own size)."""
     check_choice("starts", start, STARTS)
     check_real("size", size, 0, hint="server steps, at least 0")
     if start == "exact":
         return ExactStart
     if start == "lagged":
         return type("LaggedStart", (LaggedStart,), {"lag": size})
-    return type("DisplacedStart", (DisplacedStart,), {"radius": size})
+    if start == "displaced":
+        return type("DisplacedStart", (DisplacedStart,), {"radius": size})
+    return FlippedStart if start == "flipped" else ShuffledStart
+
+
+def row_of(start: str) -> str:
+    """The QAFeL row ``start`` runs: the 2/2 one for a residual start, else the 2/8 one."""
+    return RESIDUAL_ROW if start in RESIDUAL else ROW
 
 
 def measured_gap(path: Path = HIDDEN_STATE, method: str = "qafel_c2_s2", seed: int = 0) -> float:
@@ -113,12 +171,8 @@ def measured_gap(path: Path = HIDDEN_STATE, method: str = "qafel_c2_s2", seed: i
 def committed_rows(paths: list, seeds: list[int]) -> dict:
     """The 2-bit client rows of ``seeds`` (Table 1's setting) in committed results, qafel-table1 (``runs``) or
     hidden-state (``rows``), by ``(method, seed)``."""
-    rows = {}
-    for path in paths:
-        saved = json.loads(Path(path).read_text())
-        rows |= {(r["method"], r["seed"]): r for r in saved.get("runs", saved.get("rows", []))
-                 if r.get("concurrency") is None and r["method"].startswith("qafel_c2_") and r["seed"] in seeds}
-    return rows
+    return {key: run for key, run in qafel_probe.committed_runs(paths, seeds).items()
+            if key[0].startswith("qafel_c2_")}
 
 
 def summary(runs: list[dict], against: dict, width: int, stop: int) -> list[dict]:
@@ -133,14 +187,17 @@ def summary(runs: list[dict], against: dict, width: int, stop: int) -> list[dict
 
 
 def markdown(result: dict) -> str:
-    width, stop = result["window"], result["uploads"]
+    width, stop, size = result["window"], result["uploads"], result["size"]
+    said = {"exact": "`exact` (x)", "lagged": f"`lagged` (x of {size:.3g} server steps ago)",
+            "displaced": f"`displaced` (x plus a random direction of {size:.3g} times the last server step's length)",
+            "flipped": "`flipped` (x − (x̂ − x), the 2/2 row's residual reflected)",
+            "shuffled": "`shuffled` (x plus the 2/2 row's residual, its coordinates permuted within each tensor)"}
+    starts = [s for s in STARTS if any(r["start"] == s for r in result["rows"])]
     heads = [f"{a:,}–{a + width:,}" for a in range(0, stop, width)]
     lines = ["# Where QAFeL's 2-bit clients start", "", f"Command: `{result['command']}`", "",
              f"Machine: {result['machine']}", "", f"Setting: {result['setting']}.", "",
-             f"Starts: `exact` (x), `lagged` (x of {result['size']:.3g} server steps ago), `displaced` (x plus a "
-             f"random direction of {result['size']:.3g} times the last server step's length); the committed rows "
-             "start from their hidden state x̂. Mean accuracy (%) in each window of uploads (– where the run had "
-             "stopped).", "",
+             "Starts: " + ", ".join(said[start] for start in starts) + "; the committed rows start from their "
+             "hidden state x̂. Mean accuracy (%) in each window of uploads (– where the run had stopped).", "",
              "| start | seed | uploads to target | " + " | ".join(heads) + " |", "|---|---|---|" + "---|" * len(heads)]
     for r in result["rows"]:
         reached = "not reached" if r["reached_at_uploads"] is None else f"{r['reached_at_uploads']:,}"
@@ -149,39 +206,37 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True)
-    p.add_argument("--quick", action="store_true", help="the quick setting (300 users, 70 %% target)")
-    p.add_argument("--uploads", type=int, default=40000)
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    p.add_argument("--starts", default=",".join(STARTS), help="comma-separated (default: %(default)s)")
+def arguments():
+    """The tool's command line (:func:`qafel_probe.parser` and its own options)."""
+    p = qafel_probe.parser(__doc__, uploads=40000, seeds=[0], window=5000,
+                           against="committed results (qafel-table1 or hidden-state) whose 2-bit client rows of the "
+                                   "same seeds to show")
+    p.add_argument("--starts", default=",".join(STARTS[:3]), help="comma-separated, of " + ", ".join(STARTS)
+                   + " (default: %(default)s)")
     p.add_argument("--size", type=float, help="the lag or displacement, in server steps (default: the committed "
                                               "2/2 run's rms gap in results/qafel/hidden-state)")
-    p.add_argument("--window", type=int, default=5000, help="a window's width, in uploads")
-    p.add_argument("--against", nargs="+", default=[], help="committed results (qafel-table1 or hidden-state) "
-                                                           "whose 2-bit client rows of the same seeds to show")
+    return p
+
+
+def main() -> int:
+    p = arguments()
     args = p.parse_args()
     starts = tuple(args.starts.split(","))
     size = measured_gap() if args.size is None else args.size
-    target = {} if args.quick else {"target": dict(LOAD_RUN.overrides)["target"]}   # the paper's load
-    cfg = qr.setting("qafel-table1", quick=args.quick, methods=(ROW,), max_uploads=args.uploads, **target)
+    rows = tuple(dict.fromkeys(row_of(start) for start in starts))
+    cfg = qafel_probe.setting(args, rows)
     keys = [(start, seed) for seed in args.seeds for start in starts]
-    results = qr.probe_runs(cfg, [((start, seed), ROW, seed, starting(start, size)) for start, seed in keys])
+    results = qr.probe_runs(cfg, [((start, seed), row_of(start), seed, starting(start, size)) for start, seed in keys])
     runs = [dict(run, start=start) for run, (start, _) in zip(results, keys)]
     for run in runs:
         run.pop("learner")
     against = committed_rows(args.against, args.seeds)
-    command = ("python tools/qafel_start_probe.py" + " --quick" * args.quick + f" --uploads {args.uploads} --seeds "
-               + " ".join(map(str, args.seeds)) + f" --starts {args.starts}"
-               + ("" if args.size is None else f" --size {args.size}") + f" --window {args.window}"
-               + (" --against " + " ".join(args.against) if args.against else "") + f" --out {args.out}")
-    protocol = "the quick setting" if args.quick else f"the paper protocol at the {100 * cfg.target:.0f} % target"
-    setting = (f"Table 1 ({protocol}) on the offline substitute ({cfg.users:,} users), the 2-bit client, "
-               f"{args.uploads:,} uploads a run at most, one fleet")
-    result = {"command": command, "machine": machine("cpu"), "afl_commit": afl_commit(), "setting": setting,
-              "size": size, "window": args.window, "uploads": args.uploads,
-              "rows": summary(runs, against, args.window, args.uploads)}
+    ran = "; ".join(f"{', '.join(s for s in starts if row_of(s) == row)} on {qr.label(row)}" for row in rows)
+    setting = (f"Table 1 ({qafel_probe.protocol(args, cfg)}) on the offline substitute ({cfg.users:,} users), "
+               f"{ran}, {args.uploads:,} uploads a run at most, one fleet")
+    result = {"command": qafel_probe.command("qafel_start_probe.py", p, args), "machine": machine("cpu"),
+              "afl_commit": afl_commit(), "setting": setting, "size": size, "window": args.window,
+              "uploads": args.uploads, "rows": summary(runs, against, args.window, args.uploads)}
     write_probe(result, args.out, "start-probe", markdown(result))
     print(markdown(result))
     return 0

@@ -18,7 +18,6 @@ Writes ``OUT/target-probe.json`` and ``.md``:
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -31,6 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from afl.repro import qafel as qr  # noqa: E402
 from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
+
+import qafel_probe  # noqa: E402
 
 #: the paper's FedBuff uploads to its 90 % target on CelebA, thousands (mean, std; Table 1, afl.papers.qafel)
 PAPER_FEDBUFF_K, PAPER_FEDBUFF_STD = qr.PAPER_TABLE1["fedbuff"]
@@ -78,16 +79,18 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True)
-    p.add_argument("--quick", action="store_true", help="the quick setting (300 users)")
-    p.add_argument("--uploads", type=int, default=40_000)
-    p.add_argument("--seeds", type=int, nargs="+", default=[100, 101])
+def arguments():
+    """The tool's command line (:func:`qafel_probe.parser` and its own options)."""
+    p = qafel_probe.parser(__doc__, uploads=40_000, seeds=[100, 101])
     p.add_argument("--targets", type=float, nargs="+",
                    help="candidate targets (default: every whole percent from 85 %% to the best accuracy every seed "
                         "reached)")
     p.add_argument("--curves", help="a probe's JSON whose FedBuff curves to read instead of running them again")
+    return p
+
+
+def main() -> int:
+    p = arguments()
     args = p.parse_args()
     if args.curves:
         saved = json.loads(Path(args.curves).read_text())
@@ -100,8 +103,7 @@ def main() -> int:
             if not o.ok:
                 raise o.error
         curves = [o.value["curve"] for o in outcomes]
-        command = ("python tools/qafel_target_probe.py" + " --quick" * args.quick + f" --uploads {args.uploads} "
-                   "--seeds " + " ".join(map(str, args.seeds)) + f" --out {args.out}")
+        command = qafel_probe.command("qafel_target_probe.py", p, args)
         machine_of, commit, seeds = machine("cpu"), afl_commit(), args.seeds
         setting = (f"FedBuff at {'the quick setting' if args.quick else 'the paper protocol'} on the offline "
                    f"substitute ({cfg.users} users, {cfg.validation} validation images, eval every {cfg.eval_every} "

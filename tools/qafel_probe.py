@@ -1,0 +1,79 @@
+"""What QAFeL's probe tools (``tools/qafel_*.py``) share: their command line, the command a result records, the
+setting they run (Table 1's, at the paper's load unless quick) and the committed runs they compare with.
+
+Not a tool itself; the tools import it from their own folder.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from afl.repro import qafel as qr  # noqa: E402
+from afl.scoreboard.qafel import LOAD_RUN  # noqa: E402
+
+#: options a recorded command names last, in this order (what the tests read back from committed commands)
+LAST = ("against", "out")
+
+
+def parser(doc: str, *, uploads: int, seeds: list[int] | None = None, seed: int | None = None,
+           window: int | None = None, against: str | None = None) -> argparse.ArgumentParser:
+    """A probe's command line: ``--out``, ``--quick``, ``--uploads`` and, where given a default or a help text,
+    ``--seeds`` (several) or ``--seed`` (one), ``--window`` (a window's width, in uploads) and ``--against``
+    (committed results to compare with); the tool adds its own options."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--quick", action="store_true", help="the quick setting (300 users, 70 %% target)")
+    p.add_argument("--uploads", type=int, default=uploads)
+    if seeds is not None:
+        p.add_argument("--seeds", type=int, nargs="+", default=seeds)
+    if seed is not None:
+        p.add_argument("--seed", type=int, default=seed)
+    if window is not None:
+        p.add_argument("--window", type=int, default=window, help="a window's width, in uploads")
+    if against is not None:
+        p.add_argument("--against", nargs="+", default=[], help=against)
+    return p
+
+
+def command(tool: str, p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The command that computes what ``args`` asks: ``python tools/<tool>`` and every option set (flags that are
+    on, lists joined, none of those left unset), in the parser's order, :data:`LAST` last."""
+    actions = [a for a in p._actions if a.option_strings and a.dest != "help"]
+    actions.sort(key=lambda a: LAST.index(a.dest) + 1 if a.dest in LAST else 0)
+    words = [f"python tools/{tool}"]
+    for a in actions:
+        value = getattr(args, a.dest)
+        if isinstance(a, argparse._StoreTrueAction):
+            words += [a.option_strings[0]] * bool(value)
+        elif value is not None and value != []:
+            words += [a.option_strings[0], " ".join(map(str, value)) if isinstance(value, list) else str(value)]
+    return " ".join(words)
+
+
+def setting(args: argparse.Namespace, methods: tuple, **overrides) -> qr.QafelSetting:
+    """Table 1's setting for ``methods`` with ``args.uploads`` uploads a run at most: the quick one, or the paper
+    protocol at the paper's load (the target of ``LOAD_RUN``, chosen by ``tools/qafel_target_probe.py``)."""
+    target = {} if args.quick else {"target": dict(LOAD_RUN.overrides)["target"]}
+    return qr.setting("qafel-table1", quick=args.quick, methods=methods, max_uploads=args.uploads,
+                      **(target | overrides))
+
+
+def protocol(args: argparse.Namespace, cfg: qr.QafelSetting) -> str:
+    """The words for the setting :func:`setting` made."""
+    return "the quick setting" if args.quick else f"the paper protocol at the {100 * cfg.target:.0f} % target"
+
+
+def committed_runs(paths, seeds=None) -> dict:
+    """The runs without a concurrency sweep in committed results (qafel-table1's ``runs`` or a probe's ``rows``)
+    by ``(method, seed)``; only ``seeds``' where given."""
+    runs = {}
+    for path in paths:
+        saved = json.loads(Path(path).read_text())
+        runs |= {(r["method"], r["seed"]): r for r in saved.get("runs", saved.get("rows", []))
+                 if "method" in r and r.get("concurrency") is None and (seeds is None or r["seed"] in seeds)}
+    return runs
