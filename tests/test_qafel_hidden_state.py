@@ -1,7 +1,6 @@
 """tools/qafel_hidden_state.py: QAFeL's hidden state tested beside its server model, the run it watches unchanged."""
 import json
 import math
-import shlex
 import sys
 from pathlib import Path
 
@@ -65,7 +64,7 @@ def test_summary_windows_both_accuracies_and_their_difference_and_checks_the_com
 def test_the_committed_probe_follows_from_its_curves(folder):
     out = ROOT / "results/qafel" / folder
     result = json.loads((out / "hidden-state.json").read_text())
-    paths = probe.arguments().parse_args(shlex.split(result["command"])[2:]).against
+    paths = qafel_probe.recorded(probe.arguments(), result["command"]).against
     against = qafel_probe.committed_runs([ROOT / path for path in paths])
     runs = [dict(method=r["method"], seed=r["seed"], curve=r["curve"], uploads_to_target=r["reached_at_uploads"])
             for r in result["rows"]]

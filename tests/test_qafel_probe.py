@@ -1,6 +1,5 @@
 """tools/qafel_probe.py: the QAFeL probe tools' command line, recorded commands, setting and committed runs."""
 import json
-import shlex
 import sys
 from pathlib import Path
 
@@ -28,9 +27,8 @@ COMMITTED = [(qafel_server_channel, "server-channel/server-channel.json"),
 
 
 def parsed(tool, command: str):
-    words = shlex.split(command)
-    assert words[:2] == ["python", f"tools/{tool.__name__}.py"]
-    return tool.arguments().parse_args(words[2:])
+    assert command.startswith(f"python tools/{tool.__name__}.py ")
+    return qafel_probe.recorded(tool.arguments(), command)
 
 
 @pytest.mark.parametrize("tool, path", COMMITTED, ids=[path for _, path in COMMITTED])

@@ -1,7 +1,6 @@
 """tools/qafel_server_channel.py: QAFeL's server channel beside its client channel, from a run's counters."""
 import json
 import math
-import shlex
 import sys
 from pathlib import Path
 
@@ -36,7 +35,7 @@ def test_windows_give_the_mean_errors_and_the_gap_in_server_steps():
 
 def test_the_committed_probe_follows_from_its_curves():
     result = json.loads((ROOT / "results/qafel/server-channel/server-channel.json").read_text())
-    paths = probe.arguments().parse_args(shlex.split(result["command"])[2:]).against
+    paths = qafel_probe.recorded(probe.arguments(), result["command"]).against
     against = qafel_probe.committed_runs([ROOT / path for path in paths])
     rows = probe.summary([dict(method=r["method"], seed=r["seed"], curve=r["curve"]) for r in result["rows"]],
                          against)

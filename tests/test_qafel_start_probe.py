@@ -1,7 +1,6 @@
 """tools/qafel_start_probe.py: QAFeL's 2-bit clients started from x, from a lagged x or from a displaced x."""
 import json
 import math
-import shlex
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from afl.repro import qafel as qr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
+import qafel_probe  # noqa: E402
 import qafel_start_probe as probe  # noqa: E402
 
 CFG = qr.setting("qafel-table1", quick=True, users=100, max_size=2, validation=None, max_uploads=200, eval_every=50,
@@ -132,7 +132,7 @@ def test_the_committed_probe_follows_from_its_curves(folder):
     out = ROOT / "results/qafel" / folder
     result = json.loads((out / "start-probe.json").read_text())
     seeds = sorted({r["seed"] for r in result["rows"]})
-    args = probe.arguments().parse_args(shlex.split(result["command"])[2:])
+    args = qafel_probe.recorded(probe.arguments(), result["command"])
     against = probe.committed_rows([ROOT / path for path in args.against], seeds)
     runs = [dict(start=r["start"], seed=r["seed"], uploads_to_target=r["reached_at_uploads"], curve=r["curve"])
             for r in result["rows"] if r["curve"] is not None]

@@ -88,8 +88,7 @@ def markdown(result: dict) -> str:
 
 def arguments():
     """The tool's command line (:func:`qafel_probe.parser` and its own options)."""
-    p = qafel_probe.parser(__doc__, uploads=3000, window=250, seed=0)
-    return p
+    return qafel_probe.parser(__doc__, uploads=3000, window=250, seed=0)
 
 
 def main() -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -53,6 +54,11 @@ def command(tool: str, p: argparse.ArgumentParser, args: argparse.Namespace) -> 
         elif value is not None and value != []:
             words += [a.option_strings[0], " ".join(map(str, value)) if isinstance(value, list) else str(value)]
     return " ".join(words)
+
+
+def recorded(p: argparse.ArgumentParser, line: str) -> argparse.Namespace:
+    """The arguments a recorded ``python tools/<tool> ...`` command (:func:`command`) asks of ``p``."""
+    return p.parse_args(shlex.split(line)[2:])
 
 
 def setting(args: argparse.Namespace, methods: tuple, **overrides) -> qr.QafelSetting:
