@@ -501,18 +501,18 @@ if starts is not None and hidden:
 # **The residual's direction, and two more seeds.** Two more starts keep the length of 2/2's residual `x̂ − x` but
 # not its direction: `flipped` (`x − (x̂ − x)`, the residual reflected through `x`) and `shuffled` (`x` plus the
 # residual with its coordinates permuted within each tensor, afresh at every server step), seed 0. And, since one
-# seed is one draw, the `exact` start again on seeds 1 and 2, with `flipped`, against the committed 2/2, 2/4 and 2/8
-# runs of those seeds (`tools/qafel_start_probe.py`, the commands printed). **Predict:** if the residual's direction
+# seed is one draw, the `exact`, `flipped` and `shuffled` starts on seeds 1 and 2, against the committed 2/2, 2/4 and
+# 2/8 runs of those seeds (`tools/qafel_start_probe.py`, the commands printed). **Predict:** if the residual's direction
 # gives 2/2 its lead, where do the flipped and shuffled starts lie, and does 2/2 lead `exact` on seeds 1 and 2 too?
 
 # %%
-probes = [r for r in (committed("qafel/start-probe/start-probe"), committed("qafel/start-probe/residual/start-probe"),
-                      committed("qafel/start-probe/seeds-1-2/start-probe")) if r is not None]
-if len(probes) == 3:
+probes = [committed(f"qafel/start-probe/{folder}start-probe")
+          for folder in ("", "residual/", "seeds-1-2/", "seeds-1-2-shuffled/")]
+if None not in probes:
     for result in probes[1:]:
         print(f"`{result['command']}`")
-    rows = {(r["seed"], r["start"]): r for result in probes for r in result["rows"]}   # seed 0's committed rows twice,
-    seeds = sorted({seed for seed, _ in rows})                                           # the same windows each time
+    rows = {(r["seed"], r["start"]): r for result in probes for r in result["rows"]}   # a committed row in two probes
+    seeds = sorted({seed for seed, _ in rows})                                           # has the same windows in each
     shown = [(f"committed {qr.label(m)}", dict(color=style(m)["color"], ls=style(m)["linestyle"], lw=3, marker="o"))
              for m in ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")]
     shown += [("displaced", dict(color="black", ls="-.", lw=1.5, marker="o")),
@@ -544,8 +544,10 @@ if len(probes) == 3:
 # committed 2/2 run lies *below* `exact` in 5 of its 7 windows (−2.0 to +1.0 points) and on seed 2 on it (−1.0 to
 # +0.2), and 2/4 and 2/8 sit about as near. So seed 0's lead of 2/2 over `exact` is that seed's draw: over three
 # seeds a 2-bit server costs the 2-bit client no accuracy window by window, and helps none either, while the rows
-# reach 91 % thousands of uploads apart. The flipped start costs on seed 1 (1–4.6 points in every window) and not on
-# seed 2: the direction of a residual this long can matter, but no seed shows it helping.
+# reach 91 % thousands of uploads apart. The residual's transforms move a run a point or more either way, seed by
+# seed: flipped costs on seed 1 (1–4.6 points in every window), not on seed 2; shuffled lies below `exact` in every
+# window of seed 1 and above it in every window of seed 2 (the first of that seed's runs to reach 91 %). That spread,
+# not the residual's direction, is what seed 0's lead measured.
 
 # %% [markdown]
 # **Your turn.** A small version of the same race, live: FedBuff against QAFeL with the bits, the buffer `Z` and

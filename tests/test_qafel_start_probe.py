@@ -127,7 +127,8 @@ def test_the_default_size_is_the_committed_2_2_runs_rms_gap():
     assert min(w for w in windows if w) <= size <= max(w for w in windows if w)
 
 
-@pytest.mark.parametrize("folder", ["start-probe", "start-probe/residual", "start-probe/seeds-1-2"])
+@pytest.mark.parametrize("folder", ["start-probe", "start-probe/residual", "start-probe/seeds-1-2",
+                                    "start-probe/seeds-1-2-shuffled"])
 def test_the_committed_probe_follows_from_its_curves(folder):
     out = ROOT / "results/qafel" / folder
     result = json.loads((out / "start-probe.json").read_text())
