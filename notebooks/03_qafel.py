@@ -546,8 +546,8 @@ if None not in probes:
 # seeds a 2-bit server costs the 2-bit client no accuracy window by window, and helps none either, while the rows
 # reach 91 % thousands of uploads apart. The residual's transforms move a run a point or more either way, seed by
 # seed: flipped costs on seed 1 (1–4.6 points in every window), not on seed 2; shuffled lies below `exact` in every
-# window of seed 1 and above it in every window of seed 2 (the first of that seed's runs to reach 91 %). That spread,
-# not the residual's direction, is what seed 0's lead measured.
+# window of seed 1 and above it in every window of seed 2 (the first of that seed's 2-bit-client runs to reach 91 %).
+# That spread, not the residual's direction, is what seed 0's lead measured.
 
 # %% [markdown]
 # **Your turn.** A small version of the same race, live: FedBuff against QAFeL with the bits, the buffer `Z` and
