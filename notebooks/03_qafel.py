@@ -458,10 +458,11 @@ if hidden:
 
 # %%
 starts = committed("qafel/start-probe/start-probe")
+looks = {"exact": dict(color="black", ls="-"), "lagged": dict(color="tab:gray", ls="--"),    # each start's line in
+         "displaced": dict(color="black", ls="-."), "flipped": dict(color="black", ls=":", marker="s"),   # this cell's
+         "shuffled": dict(color="tab:gray", ls=":", marker="^")}                                      # figure and the next
 if starts is not None and hidden:
     print(f"`{starts['command']}`")
-    looks = {"exact": dict(color="black", ls="-"), "lagged": dict(color="tab:gray", ls="--"),
-             "displaced": dict(color="black", ls="-.")}
     words = {"exact": "exact start (x)", "lagged": f"lagged start ({starts['size']:.2f} server steps behind x)",
              "displaced": f"displaced start (x + {starts['size']:.2f} server steps, random direction)"}
     curves = [(words[r["start"]], r["curve"], dict(looks[r["start"]], lw=1.5))
@@ -515,9 +516,7 @@ if None not in probes:
     seeds = sorted({seed for seed, _ in rows})                                           # has the same windows in each
     shown = [(f"committed {qr.label(m)}", dict(color=style(m)["color"], ls=style(m)["linestyle"], lw=3, marker="o"))
              for m in ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")]
-    shown += [("displaced", dict(color="black", ls="-.", lw=1.5, marker="o")),
-              ("flipped", dict(color="black", ls=":", lw=1.5, marker="s")),
-              ("shuffled", dict(color="tab:gray", ls=":", lw=1.5, marker="^"))]
+    shown += [(start, dict(dict(marker="o", lw=1.5), **looks[start])) for start in ("displaced", "flipped", "shuffled")]
     width, stop = probes[0]["window"], probes[0]["uploads"]
     middles = (np.arange(0, stop, width) + width / 2) / 1000                # the windows' middles, thousands
     points = lambda r: 100 * np.array([np.nan if w is None else w for w in r["windows"]])  # noqa: E731
