@@ -25,6 +25,7 @@ COMMITTED = [(qafel_server_channel, "server-channel/server-channel.json"),
              (qafel_start_probe, "start-probe/residual/start-probe.json"),
              (qafel_start_probe, "start-probe/seeds-1-2/start-probe.json"),
              (qafel_start_probe, "start-probe/seeds-1-2-shuffled/start-probe.json"),
+             (qafel_start_probe, "start-probe/seeds-1-2-lag-displacement/start-probe.json"),
              (qafel_channel_ranges, "channel-ranges/channel-ranges.json"),
              (qafel_target_probe, "target-probe/target-probe.json")]
 

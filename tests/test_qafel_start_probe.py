@@ -128,7 +128,7 @@ def test_the_default_size_is_the_committed_2_2_runs_rms_gap():
 
 
 @pytest.mark.parametrize("folder", ["start-probe", "start-probe/residual", "start-probe/seeds-1-2",
-                                    "start-probe/seeds-1-2-shuffled"])
+                                    "start-probe/seeds-1-2-shuffled", "start-probe/seeds-1-2-lag-displacement"])
 def test_the_committed_probe_follows_from_its_curves(folder):
     out = ROOT / "results/qafel" / folder
     result = json.loads((out / "start-probe.json").read_text())
