@@ -139,7 +139,7 @@ def test_qafel_matches_reference(hidden_state):
     q_c, q_s = make_quantizer("qsgd:4", seed=2 * SEED), make_quantizer("qsgd:3", seed=2 * SEED + 1)
     w, velocity = fed.init.clone(), torch.zeros_like(fed.init)
     hidden = {0.0: w.clone()}                       # the hidden state clients start from, by start time
-    upload_error = buffer_error = broadcast_error = hidden_gap = 0.0    # the channels' relative errors, summed
+    upload_error = buffer_error = broadcast_error = hidden_gap = hidden_lag = 0.0   # the channels' errors, summed
     batches = {}
     for started, client in sorted({(c.started, c.client) for c in out["schedule"].contacts}):
         batches[(client, started)] = ref.streams.take(client, K)
@@ -151,13 +151,15 @@ def test_qafel_matches_reference(hidden_state):
         buffer_error += float((received - deltas).sum(0).square().sum() / deltas.sum(0).square().sum())
         g = sum(received[i] / math.sqrt(1 + c.staleness) for i, c in enumerate(group))
         velocity = 0.3 * velocity + g
-        w = w - 0.7 * velocity
+        previous, w = w, w - 0.7 * velocity
         last = hidden[max(hidden)]
         sent = w - last if hidden_state else w
         decoded = q_s.roundtrip(sent).double()
         hidden[group[0].time] = last + decoded if hidden_state else decoded
         broadcast_error += float((decoded - sent).square().sum() / sent.square().sum())
-        hidden_gap += float((w - hidden[group[0].time]).square().sum() / (0.7 * velocity).square().sum())
+        gap, step = w - hidden[group[0].time], w - previous
+        hidden_gap += float(gap.square().sum() / step.square().sum())
+        hidden_lag += float((gap * step).sum() / step.square().sum())
     torch.testing.assert_close(out["model"], w, **TOL)
     steps = len(server_steps(out["schedule"].contacts))
     d = fed.init.numel()
@@ -167,6 +169,7 @@ def test_qafel_matches_reference(hidden_state):
     assert out["buffer_error"] == pytest.approx(buffer_error, rel=1e-9) and buffer_error > 0
     assert out["broadcast_error"] == pytest.approx(broadcast_error, rel=1e-9) and broadcast_error > 0
     assert out["hidden_gap"] == pytest.approx(hidden_gap, rel=1e-9) and hidden_gap > 0
+    assert out["hidden_lag"] == pytest.approx(hidden_lag, rel=1e-9, abs=1e-12) and hidden_lag ** 2 <= hidden_gap * steps
 
 
 def test_qafel_with_exact_quantizers_is_fedbuff():
@@ -174,7 +177,7 @@ def test_qafel_with_exact_quantizers_is_fedbuff():
     a = run("qafel", fed_a, client_quantizer="identity", server_quantizer="identity", concurrency=4)
     b = run("fedbuff", fed_b, concurrency=4)
     torch.testing.assert_close(a["model"], b["model"], **TOL)
-    assert a["upload_error"] == a["buffer_error"] == a["broadcast_error"] == a["hidden_gap"] == 0
+    assert a["upload_error"] == a["buffer_error"] == a["broadcast_error"] == a["hidden_gap"] == a["hidden_lag"] == 0
     assert "upload_error" not in b
 
 

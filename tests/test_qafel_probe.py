@@ -19,6 +19,9 @@ import qafel_start_probe  # noqa: E402
 import qafel_target_probe  # noqa: E402
 
 COMMITTED = [(qafel_server_channel, "server-channel/server-channel.json"),
+             (qafel_server_channel, "server-channel/lag/server-channel.json"),
+             (qafel_server_channel, "server-channel/lag/seed-1/server-channel.json"),
+             (qafel_server_channel, "server-channel/lag/seed-2/server-channel.json"),
              (qafel_hidden_state, "hidden-state/hidden-state.json"),
              (qafel_hidden_state, "hidden-state/seed-1/hidden-state.json"),
              (qafel_start_probe, "start-probe/start-probe.json"),

@@ -33,11 +33,25 @@ def test_windows_give_the_mean_errors_and_the_gap_in_server_steps():
     assert row["mean"]["gap_steps"] == pytest.approx(math.sqrt(6.5)) and row["against_committed"] is None
 
 
-def test_the_committed_probe_follows_from_its_curves():
-    result = json.loads((ROOT / "results/qafel/server-channel/server-channel.json").read_text())
+def test_the_gaps_part_along_the_last_step_is_a_column_where_every_run_recorded_it():
+    lagged = run([0.4, 0.6, 0.7], [0, 2.0, 5.0])
+    lagged["curve"]["hidden_lag"] = [0, 1.5, 1.0]
+    rows = probe.summary([lagged, run([0.4, 0.5, 0.6], [0, 1.0, 2.0], method="qafel_c2_s4")], {})
+    assert [w["lag_steps"] for w in rows[0]["windows"]] == [1.5, -0.5] and rows[0]["mean"]["lag_steps"] == 0.5
+    assert "lag_steps" not in rows[1]["mean"] and "lag_steps" not in rows[1]["windows"][0]
+    result = dict(command="c", machine="m", setting="s", rows=rows)
+    assert "along the last step" not in probe.markdown(result)          # not every run recorded it
+    both = probe.markdown(dict(result, rows=rows[:1]))
+    assert "| 0 | 0.250 | 0.750 | 0.65 | 2.55 | 0.5 | – |" in both and "| 10 | 0.7 / 2 / 1.5 |" in both
+
+
+@pytest.mark.parametrize("folder", ["server-channel", "server-channel/lag", "server-channel/lag/seed-1",
+                                    "server-channel/lag/seed-2"])
+def test_the_committed_probe_follows_from_its_curves(folder):
+    result = json.loads((ROOT / "results/qafel" / folder / "server-channel.json").read_text())
     paths = qafel_probe.recorded(probe.arguments(), result["command"]).against
     against = qafel_probe.committed_runs([ROOT / path for path in paths])
     rows = probe.summary([dict(method=r["method"], seed=r["seed"], curve=r["curve"]) for r in result["rows"]],
                          against)
     assert rows == result["rows"]
-    assert (ROOT / "results/qafel/server-channel/server-channel.md").read_text() == probe.markdown(result)
+    assert (ROOT / "results/qafel" / folder / "server-channel.md").read_text() == probe.markdown(result)

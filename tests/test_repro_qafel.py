@@ -99,7 +99,8 @@ def test_a_target_stops_the_run_where_the_full_run_first_reaches_it():
     first = next(i for i, a in enumerate(acc) if a >= target)
     stopped = run(target)
     assert stopped["target_reached_at"] == full["curve"]["time"][first]
-    assert stopped["curve"]["accuracy"][-1] == acc[first] and stopped["curve"]["time"][-1] == full["curve"]["time"][first]
+    assert stopped["curve"]["accuracy"][-1] == acc[first]
+    assert stopped["curve"]["time"][-1] == full["curve"]["time"][first]
     assert stopped["curve"]["uploads"] == full["curve"]["uploads"][:first + 1]
     assert stopped["uploads"] < full["uploads"] and full["target_reached_at"] is None
 
@@ -130,7 +131,10 @@ def test_channel_errors_are_window_means_and_the_server_channels_where_recorded(
     old = qr.channel_errors(dict(curve=curve))
     assert old == {"uploads": [10, 30], "upload": [0.2, 0.15], "buffer": [0.5, pytest.approx(0.2)]}
     new = qr.channel_errors(dict(curve=dict(curve, broadcast_error=[0, 0.1, 0.1, 0.7], hidden_gap=[0, 4, 4, 10])))
-    assert new["broadcast"] == [0.1, pytest.approx(0.3)] and new["gap"] == [4, 3]
+    assert new["broadcast"] == [0.1, pytest.approx(0.3)] and new["gap"] == [4, 3] and "lag" not in new
+    lagged = qr.channel_errors(dict(curve=dict(curve, broadcast_error=[0, 0.1, 0.1, 0.7], hidden_gap=[0, 4, 4, 10],
+                                               hidden_lag=[0, 1.5, 1.5, 0.5])))
+    assert lagged["lag"] == [1.5, -0.5] and lagged["gap"] == [4, 3]
     with pytest.raises(ParameterError, match="fedbuff"):
         qr.channel_errors(dict(method="fedbuff", curve={k: curve[k] for k in ("uploads", "server_steps")}))
 

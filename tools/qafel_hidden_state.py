@@ -72,7 +72,7 @@ def with_hidden(run: dict) -> dict:
 
 
 def summary(runs: list[dict], against: dict, width: int) -> list[dict]:
-    """Per run: its curve, window means of both accuracies, of their difference (``lead``) and of how far behind
+    """Per run: its curve, window means of both accuracies, of their difference (``lead``) and of how far from
     the server model the clients start (``gap_steps``: root mean square, in server steps, from the run's counters:
     :func:`afl.repro.qafel.channel_errors`), and its agreement with the committed run."""
     rows = []
@@ -97,7 +97,7 @@ def markdown(result: dict) -> str:
              f"Machine: {result['machine']}", "", f"Setting: {result['setting']}.", "",
              "Per run and window of uploads: the mean validation accuracy (%) of the server model `x` (what Table 1 "
              "tests) / of the hidden state `x̂` the clients start from (tested at the same grid points on the same "
-             "images) / their difference `x − x̂` (points) / how far behind `x` the clients start, `|x − x̂|` over "
+             "images) / their difference `x − x̂` (points) / how far from `x` the clients start, `|x − x̂|` over "
              "the server step's norm (root mean square over the window's server steps).", ""]
     runs = result["rows"]
     n = max(len(r["windows"]["accuracy"]) for r in runs)

@@ -19,8 +19,10 @@ summed into two counters: ``upload_error``, each upload's ``|Q_c(Delta) - Delta|
 ``buffer_error``, each buffer's ``|sum_j (Q_c(Delta_j) - Delta_j)|^2 / |sum_j Delta_j|^2`` (unweighted): what
 the server's step receives wrong. The server channel's are summed over broadcasts: ``broadcast_error``,
 ``|q^t - v|^2 / |v|^2`` for what it quantizes (``v = x^{t+1} - x_hat^t``, or ``x^{t+1}`` in the ablation), and
-``hidden_gap``, ``|x^{t+1} - x_hat^{t+1}|^2`` over the squared norm of the server's step ``x^{t+1} - x^t``: how
-far behind the server model the clients start, in server steps (squared). Differences of a curve's counters give
+``hidden_gap``, ``|x^{t+1} - x_hat^{t+1}|^2`` over the squared norm of the server's step ``s = x^{t+1} - x^t``: how
+far from the server model the clients start, in server steps (squared); and ``hidden_lag``,
+``(x^{t+1} - x_hat^{t+1}) . s / |s|^2``, the part of that gap along the last step, in steps (a last step that
+never reached the clients puts 1 in it; a gap orthogonal to the step, 0). Differences of a curve's counters give
 their means over a window (:func:`afl.repro.qafel.channel_errors`). Quantizers are specs of
 :func:`afl.compress.make_quantizer` (per-tensor ones get the model's shapes); client and server draw their
 randomness from generators seeded from the run's seed.
@@ -58,7 +60,7 @@ class QAFeL(FedBuff):
         self.q_server = make_quantizer(cfg.server_quantizer, seed=2 * fed.seed + 1, shapes=shapes)
         self.hidden_state = cfg.hidden_state
         self.hidden = self.w.clone()
-        for name in ("broadcasts", "upload_error", "buffer_error", "broadcast_error", "hidden_gap"):
+        for name in ("broadcasts", "upload_error", "buffer_error", "broadcast_error", "hidden_gap", "hidden_lag"):
             history.counters.setdefault(name, 0)
 
     def message_bytes(self) -> int:
@@ -82,7 +84,9 @@ class QAFeL(FedBuff):
         c["broadcasts"] += 1
         c["bytes_down"] += q.nbytes(self.w.numel())
         c["broadcast_error"] += _relative(decoded - sent, sent)
-        c["hidden_gap"] += _relative(self.w - self.hidden, self.server_lr * self.velocity)
+        gap, step = self.w - self.hidden, -self.server_lr * self.velocity         # x - x_hat; x^{t+1} - x^t
+        c["hidden_gap"] += _relative(gap, step)
+        c["hidden_lag"] += float((gap * step).sum() / step.square().sum().clamp_min(1e-30))
 
 
 def _relative(error, of) -> float:

@@ -190,8 +190,9 @@ class QafelSetting:
     ``eval_every``: uploads between validations. The paper's target is 90 % on CelebA (``--set dataset=celeba
     --set target=0.9``); on the substitute FedBuff reached 85 % after about 7,250 uploads (80 % after 3,250,
     87 % at 10,000; seed 0, 2,500 users, measured with ``compute_run`` and ``target=0.99`` while choosing it),
-    so 85 % leaves the quantized rows room within the budget as 90 % does on CelebA. ``concurrencies``: Fig. 3's clients in training (None: arrivals
-    at ``rate``); ``quantizer``: ``"scalar"`` (FLSim's channel, the paper's sizes) or ``"qsgd"`` (Example B.1).
+    so 85 % leaves the quantized rows room within the budget as 90 % does on CelebA. ``concurrencies``: Fig. 3's
+    clients in training (None: arrivals at ``rate``); ``quantizer``: ``"scalar"`` (FLSim's channel, the paper's
+    sizes) or ``"qsgd"`` (Example B.1).
     ``dropout``: before the classifier, 0.1 as App. D and FLSim's CelebA config; ``staleness``: Fig. 3's weight,
     FLSim's ``"sqrt-flsim"`` (sqrt(2 / (1 + tau))) or ``"sqrt"`` (1/sqrt(1 + tau), FedBuff's paper form; see
     :data:`afl.algorithms.fedbuff.STALENESS`).
@@ -374,12 +375,14 @@ def channel_errors(run: dict) -> dict:
     ``uploads`` (each window's end), ``upload`` (the mean of ``|Q_c(Delta) - Delta|^2 / |Delta|^2`` over the
     window's uploads), ``buffer`` (the mean over its server steps of the buffer sum's relative error) and, where
     the run recorded them (afl since the server channel's counters), ``broadcast`` (the mean relative error of
-    its broadcasts) and ``gap`` (the mean of ``|x - x_hat|^2`` in squared server steps)."""
+    its broadcasts) and ``gap`` (the mean of ``|x - x_hat|^2`` in squared server steps), and where it recorded that
+    too, ``lag`` (the mean of the gap's part along the last server step, in steps)."""
     c = run["curve"]
     check("upload_error" in c, "run", run.get("method"), "a QAFeL run (its curve holds the channel's errors)")
     ups, steps = np.diff(c["uploads"]), np.diff(c["server_steps"])
     keep = (ups > 0) & (steps > 0)
-    per_step = {name: key for name, key in (("broadcast", "broadcast_error"), ("gap", "hidden_gap")) if key in c}
+    per_step = {name: key for name, key in (("broadcast", "broadcast_error"), ("gap", "hidden_gap"),
+                                            ("lag", "hidden_lag")) if key in c}
     return {"uploads": list(np.asarray(c["uploads"][1:])[keep]),
             "upload": list(np.diff(c["upload_error"])[keep] / ups[keep]),
             "buffer": list(np.diff(c["buffer_error"])[keep] / steps[keep]),
@@ -568,8 +571,9 @@ def plot_result(result: dict, fig) -> None:
         if rows[k]["reached"] < rows[k]["seeds"]:
             ax_up.text(i, up[i], f"{rows[k]['reached']}/{rows[k]['seeds']}", ha="center", va="bottom", fontsize=7)
     seeds = max(r["seeds"] for r in rows.values())
-    ax_up.set(ylabel="uploads to target (thousands)", title=f"uploads to target\n(mean ± std over the seeds that reached it; "
-              f"k/{seeds}: how many did)" if seeds > 1 else "uploads to target (one seed)")
+    ax_up.set(ylabel="uploads to target (thousands)",
+              title=f"uploads to target\n(mean ± std over the seeds that reached it; k/{seeds}: how many did)"
+              if seeds > 1 else "uploads to target (one seed)")
     w = 0.4
     ax_mb.bar(x - w / 2, [rows[k]["mb_uploaded"] or 0 for k in keys], w, color=colors, label="uploaded")
     ax_mb.bar(x + w / 2, [rows[k]["mb_broadcast"] or 0 for k in keys], w, color=colors, hatch="//",
