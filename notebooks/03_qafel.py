@@ -591,8 +591,8 @@ if None not in lag_probes:
 # %% [markdown]
 # What to notice: the crosses lie on zero. 2/2's gap is 1.3–1.7 server steps long (rms, by seed) and its part along
 # the last step 0.012–0.018 of a step on average, about 1 % of its length; 2/4's and 2/8's are smaller still. The
-# last server step reaches the clients almost whole: what the 2-bit broadcast leaves in `x − x̂` is its rounding,
-# across the trajectory, not a step left out. So a 2-bit server gives the clients the start the `displaced` probe
+# last server step reaches the clients almost whole: what the 2-bit broadcast leaves in `x − x̂` lies across that
+# step (its rounding), not the last step left out. So a 2-bit server gives the clients the start the `displaced` probe
 # tried, which moves a run either way, and not the `lagged` one, which costs on every seed. That is as far as this
 # substitute goes towards the paper's 3.5×: here QAFeL's hidden state makes a coarse server a sideways displacement,
 # and these runs do not feel one of that size. Whether CelebA's would, this data cannot say.
