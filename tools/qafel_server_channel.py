@@ -62,28 +62,26 @@ def summary(runs: list[dict], against: dict) -> list[dict]:
 def markdown(result: dict) -> str:
     lag = all("lag_steps" in r["mean"] for r in result["rows"])     # runs since the counter of the gap's part
     shown = ("broadcast", "gap_steps") + (("lag_steps",) if lag else ())
+    lag_said = (", and the part of `x − x̂` along the last server step `s`, `(x − x̂)·s / |s|²` (mean, in steps: 1 "
+                "where none of the last step reached the clients, 0 where the gap is orthogonal to it)") if lag else ""
+    lag_head, lag_window = ("| of which along the last step (steps) ", " / of which along the last step") if lag \
+        else ("", "")
     lines = ["# QAFeL's server channel beside its client channel", "", f"Command: `{result['command']}`", "",
              f"Machine: {result['machine']}", "", f"Setting: {result['setting']}.", "",
              "Per row, means over the run's windows (one window between two evaluations): the client channel's "
              "relative error `|Q_c(Δ) − Δ|² / |Δ|²` per upload and per buffer sum, the broadcast's "
              "`|q − v|² / |v|²` (`v = x^{t+1} − x̂^t`), and how far from the server model the clients start, "
-             "`|x − x̂|` over the server step's norm (root mean square)"
-             + (", and the part of `x − x̂` along the last server step `s`, `(x − x̂)·s / |s|²` (mean, in steps: 1 "
-                "where none of the last step reached the clients, 0 where the gap is orthogonal to it)" if lag
-                else "") + ".", "",
+             f"`|x − x̂|` over the server step's norm (root mean square){lag_said}.", "",
              "| row | seed | upload error | buffer error | broadcast error | clients start from x (server steps) "
-             + ("| of which along the last step (steps) " if lag else "")
-             + "| against the committed run |", "|---|---|---|---|---|---|" + ("---|" if lag else "") + "---|"]
+             f"{lag_head}| against the committed run |", "|---|---|---|---|" + "---|" * len(shown) + "---|"]
     for r in result["rows"]:
         m, a = r["mean"], r["against_committed"]
         said = ("–" if a is None else f"the same numbers, {a['points']} evaluations" if a["same"] else
                 f"parts at {a['first_different_uploads']:,} uploads (accuracy {a['accuracy'][0]:.4f} against "
                 f"{a['accuracy'][1]:.4f})")
         lines.append(f"| {qr.label(r['method'])} | {r['seed']} | {m['upload']:.3f} | {m['buffer']:.3f} | "
-                     f"{m['broadcast']:.3g} | {m['gap_steps']:.3g} | " + (f"{m['lag_steps']:.3g} | " if lag else "")
-                     + f"{said} |")
-    along = " / of which along the last step" if lag else ""
-    lines += ["", f"Window by window (broadcast error / clients from x{along}, server steps):", "",
+                     + "".join(f"{m[k]:.3g} | " for k in shown) + f"{said} |")
+    lines += ["", f"Window by window (broadcast error / clients from x{lag_window}, server steps):", "",
               "| uploads | " + " | ".join(qr.label(r["method"]) for r in result["rows"]) + " |",
               "|---|" + "---|" * len(result["rows"])]
     for i, w in enumerate(result["rows"][0]["windows"]):

@@ -85,8 +85,9 @@ class QAFeL(FedBuff):
         c["bytes_down"] += q.nbytes(self.w.numel())
         c["broadcast_error"] += _relative(decoded - sent, sent)
         gap, step = self.w - self.hidden, -self.server_lr * self.velocity         # x - x_hat; x^{t+1} - x^t
-        c["hidden_gap"] += _relative(gap, step)
-        c["hidden_lag"] += float((gap * step).sum() / step.square().sum().clamp_min(1e-30))
+        norm = step.square().sum().clamp_min(1e-30)
+        c["hidden_gap"] += float(gap.square().sum() / norm)
+        c["hidden_lag"] += float((gap * step).sum() / norm)
 
 
 def _relative(error, of) -> float:
