@@ -126,8 +126,7 @@ def compute(p, args, methods: tuple) -> tuple[list[dict], dict]:
     """The runs asked, as one fleet, and what computed them (command, machine, commit, setting)."""
     cfg = qafel_probe.setting(args, methods)
     runs = qr.probe_runs(cfg, [((m, s), m, s, HiddenStateProbe) for s in args.seeds for m in methods])
-    setting = (f"Table 1 ({qafel_probe.protocol(args, cfg)}) on the offline substitute ({cfg.users:,} users, lr "
-               f"{cfg.lr:g}, dropout {cfg.dropout:g}, Z = {cfg.Z}), {args.uploads:,} uploads a run at most, one fleet")
+    setting = f"{qafel_probe.described(args, cfg)}, {args.uploads:,} uploads a run at most, one fleet"
     return [with_hidden(run) for run in runs], dict(command=qafel_probe.command("qafel_hidden_state.py", p, args),
                                                    machine=machine("cpu"), afl_commit=afl_commit(), setting=setting)
 
@@ -136,8 +135,7 @@ def arguments():
     """The tool's command line (:func:`qafel_probe.parser` and its own options)."""
     p = qafel_probe.parser(__doc__, uploads=40000, seeds=[0], window=5000,
                            against="committed qafel-table1 results whose runs of the same rows and seeds to compare "
-                                   "with")
-    p.add_argument("--methods", default=",".join(ROWS), help="QAFeL rows, comma-separated (default: %(default)s)")
+                                   "with", methods=ROWS)
     return p
 
 

@@ -22,10 +22,11 @@ LAST = ("against", "out")
 
 
 def parser(doc: str, *, uploads: int, seeds: list[int] | None = None, seed: int | None = None,
-           window: int | None = None, against: str | None = None) -> argparse.ArgumentParser:
+           window: int | None = None, against: str | None = None,
+           methods: tuple | None = None) -> argparse.ArgumentParser:
     """A probe's command line: ``--out``, ``--quick``, ``--uploads`` and, where given a default or a help text,
-    ``--seeds`` (several) or ``--seed`` (one), ``--window`` (a window's width, in uploads) and ``--against``
-    (committed results to compare with); the tool adds its own options."""
+    ``--seeds`` (several) or ``--seed`` (one), ``--window`` (a window's width, in uploads), ``--against``
+    (committed results to compare with) and ``--methods`` (the QAFeL rows to run); the tool adds its own options."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
     p.add_argument("--quick", action="store_true", help="the quick setting (300 users, 70 %% target)")
@@ -38,6 +39,9 @@ def parser(doc: str, *, uploads: int, seeds: list[int] | None = None, seed: int 
         p.add_argument("--window", type=int, default=window, help="a window's width, in uploads")
     if against is not None:
         p.add_argument("--against", nargs="+", default=[], help=against)
+    if methods is not None:
+        p.add_argument("--methods", default=",".join(methods), help="QAFeL rows, comma-separated (default: "
+                                                                    "%(default)s)")
     return p
 
 
@@ -69,9 +73,11 @@ def setting(args: argparse.Namespace, methods: tuple, **overrides) -> qr.QafelSe
                       **(target | overrides))
 
 
-def protocol(args: argparse.Namespace, cfg: qr.QafelSetting) -> str:
-    """The words for the setting :func:`setting` made."""
-    return "the quick setting" if args.quick else f"the paper protocol at the {100 * cfg.target:.0f} % target"
+def described(args: argparse.Namespace, cfg: qr.QafelSetting) -> str:
+    """The words for the setting :func:`setting` made: the protocol and the substitute's users, rate, dropout, Z."""
+    protocol = "the quick setting" if args.quick else f"the paper protocol at the {100 * cfg.target:.0f} % target"
+    return (f"Table 1 ({protocol}) on the offline substitute ({cfg.users:,} users, lr {cfg.lr:g}, dropout "
+            f"{cfg.dropout:g}, Z = {cfg.Z})")
 
 
 def committed_runs(paths, seeds=None) -> dict:

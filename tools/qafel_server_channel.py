@@ -95,8 +95,7 @@ def arguments():
     """The tool's command line (:func:`qafel_probe.parser` and its own options)."""
     p = qafel_probe.parser(__doc__, uploads=5000, seed=0,
                            against="committed qafel-table1 results whose runs of the same rows and seed to compare "
-                                   "with")
-    p.add_argument("--methods", default=",".join(ROWS), help="QAFeL rows, comma-separated (default: %(default)s)")
+                                   "with", methods=ROWS)
     return p
 
 
@@ -106,9 +105,7 @@ def main() -> int:
     methods = tuple(args.methods.split(","))
     cfg = qafel_probe.setting(args, methods)
     runs = qr.probe_runs(cfg, [((m, args.seed), m, args.seed, None) for m in methods])
-    setting = (f"Table 1 ({qafel_probe.protocol(args, cfg)}) on the "
-               f"offline substitute ({cfg.users:,} users, lr {cfg.lr:g}, dropout {cfg.dropout:g}, Z = {cfg.Z}), seed "
-               f"{args.seed}, {args.uploads:,} uploads a run, one fleet")
+    setting = f"{qafel_probe.described(args, cfg)}, seed {args.seed}, {args.uploads:,} uploads a run, one fleet"
     result = {"command": qafel_probe.command("qafel_server_channel.py", p, args), "machine": machine("cpu"),
               "afl_commit": afl_commit(), "setting": setting,
               "rows": summary(runs, qafel_probe.committed_runs(args.against))}

@@ -232,8 +232,7 @@ def main() -> int:
         run.pop("learner")
     against = committed_rows(args.against, args.seeds)
     ran = "; ".join(f"{', '.join(s for s in starts if row_of(s) == row)} on {qr.label(row)}" for row in rows)
-    setting = (f"Table 1 ({qafel_probe.protocol(args, cfg)}) on the offline substitute ({cfg.users:,} users), "
-               f"{ran}, {args.uploads:,} uploads a run at most, one fleet")
+    setting = f"{qafel_probe.described(args, cfg)}, {ran}, {args.uploads:,} uploads a run at most, one fleet"
     result = {"command": qafel_probe.command("qafel_start_probe.py", p, args), "machine": machine("cpu"),
               "afl_commit": afl_commit(), "setting": setting, "size": size, "window": args.window,
               "uploads": args.uploads, "rows": summary(runs, against, args.window, args.uploads)}
