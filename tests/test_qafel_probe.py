@@ -72,7 +72,7 @@ TABLE_1_ROWS = [(tool, path) for tool, path in COMMITTED if tool in (qafel_serve
 def test_a_committed_setting_begins_with_the_words_for_its_recorded_command(tool, path):
     result = json.loads((ROOT / "results/qafel" / path).read_text())
     args = parsed(tool, result["command"])
-    words = qafel_probe.described(args, qafel_probe.setting(args, tuple(args.methods.split(","))))
+    words = qafel_probe.described(args, qafel_probe.setting(args, args.methods))
     assert result["setting"].startswith(words + ", ")
     assert words.startswith("Table 1 (the paper protocol at the 91 % target) on the offline substitute (2,500 users")
 

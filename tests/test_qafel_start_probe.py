@@ -137,7 +137,7 @@ def test_the_committed_probe_follows_from_its_curves(folder):
     against = probe.committed_rows([ROOT / path for path in args.against], seeds)
     runs = [dict(start=r["start"], seed=r["seed"], uploads_to_target=r["reached_at_uploads"], curve=r["curve"])
             for r in result["rows"] if r["curve"] is not None]
-    assert [r["start"] for r in runs] == [s for seed in seeds for s in args.starts.split(",")]
+    assert [r["start"] for r in runs] == [s for seed in seeds for s in args.starts]
     assert probe.summary(runs, against, result["window"], result["uploads"]) == result["rows"]
     assert result["size"] == probe.measured_gap()
     assert (out / "start-probe.md").read_text() == probe.markdown(result)

@@ -142,8 +142,7 @@ def arguments():
 def main() -> int:
     p = arguments()
     args = p.parse_args()
-    methods = tuple(args.methods.split(","))
-    runs, made = compute(p, args, methods)
+    runs, made = compute(p, args, args.methods)
     against = qafel_probe.committed_runs(args.against)
     result = made | {"window": args.window, "rows": summary(runs, against, args.window)}
     write_probe(result, args.out, "hidden-state", markdown(result))

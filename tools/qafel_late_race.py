@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import qafel_probe  # noqa: E402
 from afl.repro import qafel as qr  # noqa: E402
 from afl.repro.runner import afl_commit, machine_cpu_kind, write_probe  # noqa: E402
 
@@ -90,15 +91,15 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", nargs="+", help="committed qafel-table1 (or server-channel) JSON results")
     p.add_argument("--out", required=True)
-    p.add_argument("--methods", default=",".join(ROWS), help="QAFeL rows, comma-separated (default: %(default)s)")
+    p.add_argument("--methods", type=qafel_probe.commas, default=ROWS,
+                   help=f"QAFeL rows, comma-separated (default: {','.join(ROWS)})")
     p.add_argument("--start", type=int, default=20000, help="the first window's start, in uploads")
     p.add_argument("--stop", type=int, default=40000, help="the last window's end, in uploads")
     p.add_argument("--window", type=int, default=5000, help="a window's width, in uploads")
     args = p.parse_args()
-    methods = tuple(args.methods.split(","))
-    runs = [run for path in args.results for run in runs_of((ROOT / path).resolve(), methods)]
-    command = (f"python tools/qafel_late_race.py --methods {args.methods} --start {args.start} --stop {args.stop} "
-               f"--window {args.window} --out {args.out} " + " ".join(args.results))
+    runs = [run for path in args.results for run in runs_of((ROOT / path).resolve(), args.methods)]
+    command = (f"python tools/qafel_late_race.py --methods {','.join(args.methods)} --start {args.start} "
+               f"--stop {args.stop} --window {args.window} --out {args.out} " + " ".join(args.results))
     result = {"command": command, "afl_commit": afl_commit(), "windows": [args.start, args.stop, args.window],
               "rows": summary(runs, args.start, args.stop, args.window), "fingerprints": fingerprints(runs)}
     write_probe(result, args.out, "late-race", markdown(result))

@@ -40,14 +40,21 @@ def parser(doc: str, *, uploads: int, seeds: list[int] | None = None, seed: int 
     if against is not None:
         p.add_argument("--against", nargs="+", default=[], help=against)
     if methods is not None:
-        p.add_argument("--methods", default=",".join(methods), help="QAFeL rows, comma-separated (default: "
-                                                                    "%(default)s)")
+        p.add_argument("--methods", type=commas, default=methods,
+                       help=f"QAFeL rows, comma-separated (default: {','.join(methods)})")
     return p
+
+
+def commas(text: str) -> tuple:
+    """A comma-separated option's value (``--methods``' rows, a tool's list of its own) as a tuple; the tool checks
+    each name (the setting checks the rows)."""
+    return tuple(text.split(","))
 
 
 def command(tool: str, p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
     """The command that computes what ``args`` asks: ``python tools/<tool>`` and every option set (flags that are
-    on, lists joined, none of those left unset), in the parser's order, :data:`LAST` last."""
+    on, lists joined by spaces, rows by commas, none of those left unset), in the parser's order, :data:`LAST`
+    last."""
     actions = [a for a in p._actions if a.option_strings and a.dest != "help"]
     actions.sort(key=lambda a: LAST.index(a.dest) + 1 if a.dest in LAST else 0)
     words = [f"python tools/{tool}"]
@@ -56,7 +63,9 @@ def command(tool: str, p: argparse.ArgumentParser, args: argparse.Namespace) -> 
         if isinstance(a, argparse._StoreTrueAction):
             words += [a.option_strings[0]] * bool(value)
         elif value is not None and value != []:
-            words += [a.option_strings[0], " ".join(map(str, value)) if isinstance(value, list) else str(value)]
+            joined = " ".join(map(str, value)) if isinstance(value, list) else (
+                ",".join(value) if isinstance(value, tuple) else str(value))
+            words += [a.option_strings[0], joined]
     return " ".join(words)
 
 

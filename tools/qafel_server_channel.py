@@ -102,9 +102,8 @@ def arguments():
 def main() -> int:
     p = arguments()
     args = p.parse_args()
-    methods = tuple(args.methods.split(","))
-    cfg = qafel_probe.setting(args, methods)
-    runs = qr.probe_runs(cfg, [((m, args.seed), m, args.seed, None) for m in methods])
+    cfg = qafel_probe.setting(args, args.methods)
+    runs = qr.probe_runs(cfg, [((m, args.seed), m, args.seed, None) for m in args.methods])
     setting = f"{qafel_probe.described(args, cfg)}, seed {args.seed}, {args.uploads:,} uploads a run, one fleet"
     result = {"command": qafel_probe.command("qafel_server_channel.py", p, args), "machine": machine("cpu"),
               "afl_commit": afl_commit(), "setting": setting,

@@ -211,8 +211,8 @@ def arguments():
     p = qafel_probe.parser(__doc__, uploads=40000, seeds=[0], window=5000,
                            against="committed results (qafel-table1 or hidden-state) whose 2-bit client rows of the "
                                    "same seeds to show")
-    p.add_argument("--starts", default=",".join(STARTS[:3]), help="comma-separated, of " + ", ".join(STARTS)
-                   + " (default: %(default)s)")
+    p.add_argument("--starts", type=qafel_probe.commas, default=STARTS[:3], help="comma-separated, of "
+                   + ", ".join(STARTS) + f" (default: {','.join(STARTS[:3])})")
     p.add_argument("--size", type=float, help="the lag or displacement, in server steps (default: the committed "
                                               "2/2 run's rms gap in results/qafel/hidden-state)")
     return p
@@ -221,7 +221,7 @@ def arguments():
 def main() -> int:
     p = arguments()
     args = p.parse_args()
-    starts = tuple(args.starts.split(","))
+    starts = args.starts
     size = measured_gap() if args.size is None else args.size
     rows = tuple(dict.fromkeys(row_of(start) for start in starts))
     cfg = qafel_probe.setting(args, rows)
