@@ -431,9 +431,9 @@ if ("fedavg", "noniid") in five and ("fedhbm", "noniid") in five:
 # paired gain's interval holds the paper's gain: the scoreboard calls those claims reproduced. FedAvgM and SCAFFOLD
 # stay several points below the paper's with five seeds as with one, a gap the seeds cannot explain; AdaBest sits
 # several points *above* it. The probes below explain FedAvgM's gap by its server step and AdaBest's by its server
-# β; SCAFFOLD's stays open. FedProx's IID row grows seed by seed on a 2-core CPU (about an hour a seed; the
-# line says how many so far), a committed result that each next seed's job extends. The other rows of the column
-# keep one seed or none; their 5-seed runs are jobs of `afl plan`.
+# β; SCAFFOLD's stays open. FedProx's IID row was grown seed by seed on a 2-core CPU (about 80 minutes a seed),
+# each seed's job extending the committed result, to the paper's five. The other rows of the column keep one seed
+# or none; their 5-seed runs are jobs of `afl plan`.
 
 # %% [markdown]
 # **Is SCAFFOLD's gap the authors' code?** Their server adds every sampled client's control change to its control
