@@ -7,6 +7,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import qafel_late_race as probe  # noqa: E402
+import qafel_probe  # noqa: E402
 
 INTEL = ("Linux x86_64 (Intel(R) Xeon(R) Processor; AVX512 kernels), 2 CPU cores, torch 2.14.1+cu130, 2 threads, "
          "CPU denormals flushed, device cpu")
@@ -27,9 +28,9 @@ def test_fingerprints_group_a_seeds_runs_by_first_loss_with_the_kinds_recorded()
 def test_the_committed_probe_follows_from_the_results_it_read():
     out = ROOT / "results/qafel/late-race"
     result = json.loads((out / "late-race.json").read_text())
-    paths = result["command"].split(" --out ")[1].split()[1:]
-    methods = tuple(result["command"].split("--methods ")[1].split()[0].split(","))
-    runs = [r for p in paths for r in probe.runs_of(ROOT / p, methods)]
+    args = qafel_probe.recorded(probe.arguments(), result["command"])
+    assert result["windows"] == [args.start, args.stop, args.window]
+    runs = [r for p in args.results for r in probe.runs_of(ROOT / p, args.methods)]
     assert result["rows"] == probe.summary(runs, *result["windows"])
     assert result["fingerprints"] == probe.fingerprints(runs)
     assert (out / "late-race.md").read_text() == probe.markdown(result)

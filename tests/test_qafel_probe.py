@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import qafel_channel_ranges  # noqa: E402
 import qafel_hidden_state  # noqa: E402
+import qafel_late_race  # noqa: E402
 import qafel_probe  # noqa: E402
 import qafel_server_channel  # noqa: E402
 import qafel_start_probe  # noqa: E402
@@ -30,6 +31,7 @@ COMMITTED = [(qafel_server_channel, "server-channel/server-channel.json"),
              (qafel_start_probe, "start-probe/seeds-1-2-shuffled/start-probe.json"),
              (qafel_start_probe, "start-probe/seeds-1-2-lag-displacement/start-probe.json"),
              (qafel_channel_ranges, "channel-ranges/channel-ranges.json"),
+             (qafel_late_race, "late-race/late-race.json"),
              (qafel_target_probe, "target-probe/target-probe.json")]
 
 
@@ -53,6 +55,15 @@ def test_a_command_names_what_is_set_and_against_and_out_last():
     args = p.parse_args(["--out", "o", "--quick", "--size", "0.5"])
     assert qafel_probe.command("t.py", p, args) == ("python tools/t.py --quick --uploads 40000 --seeds 0 --window "
                                                     "5000 --starts exact,lagged,displaced --size 0.5 --out o")
+
+
+def test_a_command_writes_the_results_it_reads_after_out_and_a_reader_takes_no_setting():
+    p = qafel_late_race.arguments()
+    args = p.parse_args(["--methods", "qafel_c2_s2", "--out", "o", "a.json", "b.json"])
+    assert qafel_probe.command("t.py", p, args) == ("python tools/t.py --window 5000 --methods qafel_c2_s2 "
+                                                    "--start 20000 --stop 40000 --out o a.json b.json")
+    with pytest.raises(SystemExit):
+        p.parse_args(["a.json", "--out", "o", "--quick"])
 
 
 def test_the_setting_is_table_1s_at_the_papers_load_unless_quick():

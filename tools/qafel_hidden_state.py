@@ -122,10 +122,11 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compute(p, args, methods: tuple) -> tuple[list[dict], dict]:
-    """The runs asked, as one fleet, and what computed them (command, machine, commit, setting)."""
-    cfg = qafel_probe.setting(args, methods)
-    runs = qr.probe_runs(cfg, [((m, s), m, s, HiddenStateProbe) for s in args.seeds for m in methods])
+def compute(p, args) -> tuple[list[dict], dict]:
+    """The runs asked (``args.methods`` by ``args.seeds``), as one fleet, and what computed them (command, machine,
+    commit, setting)."""
+    cfg = qafel_probe.setting(args, args.methods)
+    runs = qr.probe_runs(cfg, [((m, s), m, s, HiddenStateProbe) for s in args.seeds for m in args.methods])
     setting = f"{qafel_probe.described(args, cfg)}, {args.uploads:,} uploads a run at most, one fleet"
     return [with_hidden(run) for run in runs], dict(command=qafel_probe.command("qafel_hidden_state.py", p, args),
                                                    machine=machine("cpu"), afl_commit=afl_commit(), setting=setting)
@@ -142,7 +143,7 @@ def arguments():
 def main() -> int:
     p = arguments()
     args = p.parse_args()
-    runs, made = compute(p, args, args.methods)
+    runs, made = compute(p, args)
     against = qafel_probe.committed_runs(args.against)
     result = made | {"window": args.window, "rows": summary(runs, against, args.window)}
     write_probe(result, args.out, "hidden-state", markdown(result))

@@ -14,7 +14,6 @@ by the results that give it (``afl.runtime.cpu_kind`` in their machine). Writes 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ import qafel_probe  # noqa: E402
 from afl.repro import qafel as qr  # noqa: E402
 from afl.repro.runner import afl_commit, machine_cpu_kind, write_probe  # noqa: E402
 
-ROWS = ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")
+ROWS = qafel_probe.TWO_BIT_CLIENT
 
 
 def runs_of(path: Path, methods: tuple) -> list[dict]:
@@ -87,20 +86,21 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("results", nargs="+", help="committed qafel-table1 (or server-channel) JSON results")
-    p.add_argument("--out", required=True)
-    p.add_argument("--methods", type=qafel_probe.commas, default=ROWS,
-                   help=f"QAFeL rows, comma-separated (default: {','.join(ROWS)})")
+def arguments():
+    """The tool's command line (:func:`qafel_probe.parser` and its own options)."""
+    p = qafel_probe.parser(__doc__, window=5000, methods=ROWS,
+                           results="committed qafel-table1 (or server-channel) JSON results")
     p.add_argument("--start", type=int, default=20000, help="the first window's start, in uploads")
     p.add_argument("--stop", type=int, default=40000, help="the last window's end, in uploads")
-    p.add_argument("--window", type=int, default=5000, help="a window's width, in uploads")
+    return p
+
+
+def main() -> int:
+    p = arguments()
     args = p.parse_args()
     runs = [run for path in args.results for run in runs_of((ROOT / path).resolve(), args.methods)]
-    command = (f"python tools/qafel_late_race.py --methods {','.join(args.methods)} --start {args.start} "
-               f"--stop {args.stop} --window {args.window} --out {args.out} " + " ".join(args.results))
-    result = {"command": command, "afl_commit": afl_commit(), "windows": [args.start, args.stop, args.window],
+    result = {"command": qafel_probe.command("qafel_late_race.py", p, args), "afl_commit": afl_commit(),
+              "windows": [args.start, args.stop, args.window],
               "rows": summary(runs, args.start, args.stop, args.window), "fingerprints": fingerprints(runs)}
     write_probe(result, args.out, "late-race", markdown(result))
     print(markdown(result))

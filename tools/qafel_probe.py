@@ -19,18 +19,24 @@ from afl.scoreboard.qafel import LOAD_RUN  # noqa: E402
 
 #: options a recorded command names last, in this order (what the tests read back from committed commands)
 LAST = ("against", "out")
+#: the 2-bit client's rows (2/2, 2/4, 2/8): the rows §3's 2/2 question compares
+TWO_BIT_CLIENT = ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")
 
 
-def parser(doc: str, *, uploads: int, seeds: list[int] | None = None, seed: int | None = None,
-           window: int | None = None, against: str | None = None,
-           methods: tuple | None = None) -> argparse.ArgumentParser:
-    """A probe's command line: ``--out``, ``--quick``, ``--uploads`` and, where given a default or a help text,
-    ``--seeds`` (several) or ``--seed`` (one), ``--window`` (a window's width, in uploads), ``--against``
-    (committed results to compare with) and ``--methods`` (the QAFeL rows to run); the tool adds its own options."""
+def parser(doc: str, *, uploads: int | None = None, seeds: list[int] | None = None, seed: int | None = None,
+           window: int | None = None, against: str | None = None, methods: tuple | None = None,
+           results: str | None = None) -> argparse.ArgumentParser:
+    """A probe's command line: ``--out`` and, where given a default or a help text, ``--quick`` with ``--uploads``
+    (a tool that runs :func:`setting`), ``--seeds`` (several) or ``--seed`` (one), ``--window`` (a window's width,
+    in uploads), ``--against`` (committed results to compare with), ``--methods`` (the QAFeL rows) and positional
+    ``results`` (committed results the tool reads); the tool adds its own options."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if results is not None:
+        p.add_argument("results", nargs="+", help=results)
     p.add_argument("--out", required=True)
-    p.add_argument("--quick", action="store_true", help="the quick setting (300 users, 70 %% target)")
-    p.add_argument("--uploads", type=int, default=uploads)
+    if uploads is not None:
+        p.add_argument("--quick", action="store_true", help="the quick setting (300 users, 70 %% target)")
+        p.add_argument("--uploads", type=int, default=uploads)
     if seeds is not None:
         p.add_argument("--seeds", type=int, nargs="+", default=seeds)
     if seed is not None:
@@ -52,9 +58,9 @@ def commas(text: str) -> tuple:
 
 
 def command(tool: str, p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    """The command that computes what ``args`` asks: ``python tools/<tool>`` and every option set (flags that are
-    on, lists joined by spaces, rows by commas, none of those left unset), in the parser's order, :data:`LAST`
-    last."""
+    """The command that computes what ``args`` asks: ``python tools/<tool>``, every option set (flags that are
+    on, none of those left unset; values as :func:`rendered`) in the parser's order with :data:`LAST` last, then
+    the positional arguments."""
     actions = [a for a in p._actions if a.option_strings and a.dest != "help"]
     actions.sort(key=lambda a: LAST.index(a.dest) + 1 if a.dest in LAST else 0)
     words = [f"python tools/{tool}"]
@@ -63,10 +69,16 @@ def command(tool: str, p: argparse.ArgumentParser, args: argparse.Namespace) -> 
         if isinstance(a, argparse._StoreTrueAction):
             words += [a.option_strings[0]] * bool(value)
         elif value is not None and value != []:
-            joined = " ".join(map(str, value)) if isinstance(value, list) else (
-                ",".join(value) if isinstance(value, tuple) else str(value))
-            words += [a.option_strings[0], joined]
+            words += [a.option_strings[0], rendered(value)]
+    words += [rendered(getattr(args, a.dest)) for a in p._actions if not a.option_strings]
     return " ".join(words)
+
+
+def rendered(value) -> str:
+    """An option's value as a command writes it: a list (``nargs``) by spaces, a tuple (:func:`commas`) by commas."""
+    if isinstance(value, list):
+        return " ".join(map(str, value))
+    return ",".join(value) if isinstance(value, tuple) else str(value)
 
 
 def recorded(p: argparse.ArgumentParser, line: str) -> argparse.Namespace:

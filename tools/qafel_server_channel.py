@@ -31,7 +31,7 @@ from afl.repro.runner import afl_commit, machine, write_probe  # noqa: E402
 
 import qafel_probe  # noqa: E402
 
-ROWS = ("qafel_c2_s2", "qafel_c2_s4", "qafel_c2_s8")
+ROWS = qafel_probe.TWO_BIT_CLIENT
 COMPARED = ("accuracy", "uploads", "upload_error", "buffer_error")
 
 
