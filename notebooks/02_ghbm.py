@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -431,10 +431,9 @@ if ("fedavg", "noniid") in five and ("fedhbm", "noniid") in five:
 # paired gain's interval holds the paper's gain: the scoreboard calls those claims reproduced. FedAvgM and SCAFFOLD
 # stay several points below the paper's with five seeds as with one, a gap the seeds cannot explain; AdaBest sits
 # several points *above* it. The probes below explain FedAvgM's gap by its server step and AdaBest's by its server
-# β; SCAFFOLD's stays open. FedProx's IID row was grown seed by seed on a 2-core CPU (about 80 minutes a seed),
-# each seed's job extending the committed result, to the paper's five; FedDyn's IID row grows the same way (its
-# count of seeds so far is printed above). The other rows of the column keep one seed or none; their 5-seed runs are
-# jobs of `afl plan`.
+# β; SCAFFOLD's stays open. FedProx's and FedDyn's IID rows were grown seed by seed on a 2-core CPU (about 70
+# minutes a seed), each seed's job extending the committed result, to the paper's five. The other rows of the column
+# keep one seed or none; their 5-seed runs are jobs of `afl plan`.
 
 # %% [markdown]
 # **Is SCAFFOLD's gap the authors' code?** Their server adds every sampled client's control change to its control
