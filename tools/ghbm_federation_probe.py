@@ -19,6 +19,7 @@ so its difference is the test set's alone).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -47,6 +48,14 @@ def window_mean(curve: dict, start: float = START, stop: float = STOP) -> float:
     return sum(acc) / len(acc)
 
 
+@functools.cache
+def five_seeds(root: Path, method: str, split: str) -> tuple[float, float, int]:
+    """The mean and std (ddof 1) over the committed seeds of ``method`` on ``split`` of :func:`window_mean`, and
+    their count."""
+    runs = json.loads((root / FIVE_SEEDS / f"{method}-{split}/ghbm-table2.json").read_text())["runs"]
+    return (*mean_std(window_mean(r["curve"]) for r in runs), len(runs))
+
+
 def changed(config: dict) -> dict:
     """The fields of :data:`DETAILS` in which ``config`` differs from the paper's federation."""
     paper = GhbmSetting()
@@ -73,13 +82,12 @@ def rows(root: Path = ROOT) -> list[dict]:
             if not base or paper["config"]["rounds"] != result["config"]["rounds"]:
                 raise ValueError(f"{name}: paper-{run['split']} has no run of seed {run['seed']} and "
                                  f"{run['method']} as long")
-            seeds = json.loads((root / FIVE_SEEDS / f"{run['method']}-{run['split']}/ghbm-table2.json").read_text())
-            mean5, std5 = mean_std(window_mean(r["curve"]) for r in seeds["runs"])
+            mean5, std5, n5 = five_seeds(root, run["method"], run["split"])
             a, b = window_mean(base[0]["curve"]), window_mean(run["curve"])
             out.append({"probe": name, "field": field, "value": value, "paper_value": getattr(GhbmSetting(), field),
                         "split": run["split"], "method": run["method"], "seed": run["seed"], "paper": a,
                         "changed": b, "difference": b - a, "five_seeds_mean": mean5, "five_seeds_std": std5,
-                        "five_seeds": len(seeds["runs"]), "bound": WIDTH * std5, "moves": abs(b - a) > WIDTH * std5,
+                        "five_seeds": n5, "bound": WIDTH * std5, "moves": abs(b - a) > WIDTH * std5,
                         "command": result["command"], "paper_command": paper["command"]})
     return out
 
