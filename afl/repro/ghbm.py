@@ -718,11 +718,13 @@ def plot_result(result: dict, fig) -> None:
         bars = f"error bars: ± std over {cfg['seeds']} seeds" if cfg["seeds"] > 1 else "one seed"
         means = [c["mean"] for row in rows.values() for c in row.values() if isinstance(c, dict) and "mean" in c]
         ax.set_ylim(max(0.0, 10 * np.floor(min(means) / 10) - 10), min(100.0, max(means) + 8))
-        ax.set(ylabel="final test accuracy (%)", title=f"final accuracy (mean of the last {cfg['last']} rounds)\n"
+        on = f" on {splits[0]}" if len(splits) == 1 else ""
+        ax.set(ylabel="final test accuracy (%)", title=f"final accuracy{on} (mean of the last {cfg['last']} rounds)\n"
                + (f"lighter: {', '.join(splits[1:])}; " if len(splits) > 1 else "") + bars)
-        # bars take their method's colour; the legend shows only the split's shade
-        ax.legend(handles=[Patch(facecolor="0.45", alpha=shade(k), label=split) for k, split in enumerate(splits)],
-                  fontsize=7, loc="upper left", ncol=len(splits))
+        if len(splits) > 1:   # bars take their method's colour; the legend shows each split's shade, in grey
+            ax.legend(handles=[Patch(facecolor="0.45", alpha=shade(k), label=split) for k, split in enumerate(splits)],
+                      title="split (shade)", title_fontsize=7, fontsize=7, frameon=False, loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0))
 
 
 def run_experiment(experiment: str, *, quick: bool = False, seeds: int | None = None, out="results", root=None,
