@@ -452,8 +452,8 @@ if ("fedavg", "noniid") in five and ("fedhbm", "noniid") in five:
 # several points *above* it. The probes below explain FedAvgM's gap by its server step and AdaBest's by its server
 # β; SCAFFOLD's stays open. FedProx's and FedDyn's IID rows were grown seed by seed on a 2-core CPU (about 70
 # minutes a seed), each seed's job extending the committed result, to the paper's five; AdaBest's IID row grows the
-# same way (one seed so far, as far above the paper as non-IID's). The other rows of the column keep one seed or
-# none; their 5-seed runs are jobs of `afl plan`.
+# same way (one seed so far, as far above the paper as non-IID's and explained by the same probe). The other rows of
+# the column keep one seed or none; their 5-seed runs are jobs of `afl plan`.
 
 # %% [markdown]
 # **Is SCAFFOLD's gap the authors' code?** Their server adds every sampled client's control change to its control
@@ -592,7 +592,19 @@ if full:
 # %% [markdown]
 # What to notice: with no server extrapolation AdaBest lands on the paper's AdaBest number, a little below afl's
 # FedAvg, and the scoreboard calls the gap *explained* (one seed). The knob is β: a setting the paper never states
-# decides whether AdaBest is FedAvg or FedDyn's equal on this column.
+# decides whether AdaBest is FedAvg or FedDyn's equal on this column. Does the IID column say the same? The same
+# probe on `splits=iid` (`--set splits=iid`, `--out results/ghbm/shakespeare/probes/adabest-beta-0-iid`):
+
+# %%
+full_iid = committed("ghbm/shakespeare/probes/adabest-beta-0-iid/ghbm-table2")
+if full_iid:
+    final_beside_paper((("FedAvg", five_seeds("fedavg", "iid"), "fedavg", "FedAvg"),
+                        ("AdaBest, β = 0.9 (afl's)", five_seeds("adabest", "iid"), "adabest", "AdaBest"),
+                        ("AdaBest, β = 0 (probe)", full_iid, "adabest-beta-0", "AdaBest")), "iid")
+
+# %% [markdown]
+# It does: on IID data too, AdaBest without its server extrapolation ends on the paper's number, about a point below
+# FedAvg, and with afl's β = 0.9 five points above it.
 
 # %% [markdown]
 # **Is the paper's FedCM row GHBM with τ = 1?** The paper labels its FedCM and FedADC rows "GHBM τ=1", and on
