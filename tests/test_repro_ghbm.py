@@ -114,6 +114,12 @@ def test_table_experiment_writes_rows_by_method_and_split(synthetic, tmp_path):
     text = ghbm.table_markdown(merged)
     assert "runs from |" in text and "| FedHBM |" in text
     assert [line.rsplit("|", 2)[1].strip() for line in text.splitlines() if line.startswith("| Fed")] == ["a", "b"]
+    bars = ghbm.figure(result).axes[-1]          # two splits: a grey legend of shades, beside the coloured bars
+    assert bars.get_legend().get_title().get_text() == "split (shade)"
+    one = dict(result, config=dict(result["config"], splits=["iid"]), runs=[r for r in result["runs"]
+                                                                            if r["split"] == "iid"])
+    bars = ghbm.figure(one).axes[-1]             # one split: named in the title, no grey swatch
+    assert bars.get_legend() is None and bars.get_title().startswith("final accuracy on iid")
 
 
 def test_report_says_fedcm_full_contacts_every_client(synthetic, tmp_path):
