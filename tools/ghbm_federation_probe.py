@@ -19,7 +19,6 @@ so its difference is the test set's alone).
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import sys
@@ -48,7 +47,6 @@ def window_mean(curve: dict, start: float = START, stop: float = STOP) -> float:
     return sum(acc) / len(acc)
 
 
-@functools.cache
 def five_seeds(root: Path, method: str, split: str) -> tuple[float, float, int]:
     """The mean and std (ddof 1) over the committed seeds of ``method`` on ``split`` of :func:`window_mean`, and
     their count."""
@@ -66,7 +64,7 @@ def rows(root: Path = ROOT) -> list[dict]:
     """One row per run of a probe with a field changed: the paper's reading on the same seed and the changed one,
     their difference, and the five seeds' mean and std over the same rounds."""
     results = {p.parent.name: json.loads(p.read_text()) for p in sorted((root / PROBES).glob("*/ghbm-table2.json"))}
-    out = []
+    out, yardsticks = [], {}                       # (method, split) -> five_seeds(), read once a call
     for name, result in results.items():
         diff = changed(result["config"])
         if not diff:
@@ -82,7 +80,10 @@ def rows(root: Path = ROOT) -> list[dict]:
             if not base or paper["config"]["rounds"] != result["config"]["rounds"]:
                 raise ValueError(f"{name}: paper-{run['split']} has no run of seed {run['seed']} and "
                                  f"{run['method']} as long")
-            mean5, std5, n5 = five_seeds(root, run["method"], run["split"])
+            key = run["method"], run["split"]
+            if key not in yardsticks:
+                yardsticks[key] = five_seeds(root, *key)
+            mean5, std5, n5 = yardsticks[key]
             a, b = window_mean(base[0]["curve"]), window_mean(run["curve"])
             out.append({"probe": name, "field": field, "value": value, "paper_value": getattr(GhbmSetting(), field),
                         "split": run["split"], "method": run["method"], "seed": run["seed"], "paper": a,
