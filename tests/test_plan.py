@@ -120,7 +120,8 @@ def test_every_claim_reads_the_result_its_paper_scale_run_writes():
 
 def test_a_fedast_fig5_claim_reads_its_task_sets_run_else_the_quick_figure(tmp_path):
     """Fig. 5's claims read their task set's paper-scale run (the plan's job writes it there), the quick figure
-    until it is committed; the gain's growth from 2 to 6 tasks waits for both task sets' runs."""
+    until it is committed; the gain's growth from 2 to 6 tasks waits for both task sets' runs. While a claim differs
+    and its probe (the task set with the code's dispatch) is not run, it waits for that run too."""
     claims = {c.id: c for cs in papers().values() for c in cs}
     two, grows = claims["fedast-fig5-mnist*2"], claims["fedast-fig5-grows-mnist"]
     assert f"{two.run.out}/fedast-fig5" == f"results/{two.result}"
@@ -130,13 +131,32 @@ def test_a_fedast_fig5_claim_reads_its_task_sets_run_else_the_quick_figure(tmp_p
         return row["status"], row["result"], [j.name for j in plan.jobs(tmp_path) if claim.id in j.claims]
 
     commit(tmp_path, "fedast/fig5/fedast-fig5")                   # the quick figure (MNIST, 2, 4 and 6 tasks)
-    assert state(two)[1:] == ("results/fedast/fig5/fedast-fig5.json", ["fedast-fig5-mnist*2"])
-    assert state(grows)[2] == ["fedast-fig5-mnist*6"]
+    assert state(two) == ("differs — open", "results/fedast/fig5/fedast-fig5.json",
+                          ["fedast-fig5-mnist*2", "fedast-fig5-mnist*2-code-dispatch"])
+    assert state(grows)[2] == ["fedast-fig5-mnist*6", "fedast-fig5-mnist*6-code-dispatch"]
     commit(tmp_path, "fedast/fig5/fedast-fig5", "fedast/fig5/mnist*6/fedast-fig5")   # stands in for the paper run
-    assert state(grows)[1:] == ("results/fedast/fig5/fedast-fig5.json", ["fedast-fig5-mnist*2"])
+    assert state(grows)[1:] == ("results/fedast/fig5/fedast-fig5.json",
+                                ["fedast-fig5-mnist*2", "fedast-fig5-mnist*6-code-dispatch"])
     commit(tmp_path, "fedast/fig5/fedast-fig5", "fedast/fig5/mnist*2/fedast-fig5")
     assert (state(two)[1], state(grows)[1]) == ("results/fedast/fig5/mnist*2/fedast-fig5.json",
                                                 "results/fedast/fig5/mnist*6/fedast-fig5.json")
+
+
+def test_a_fedast_task_set_that_differs_lists_its_code_dispatch_probe_until_it_is_run(tmp_path):
+    """Fashion-MNIST's two tasks differ at the paper's targets (the committed run): the probe, the same task set with
+    the code's dispatch of the first requests (``cap_first=False``), is a job of the plan beside the task set's
+    folder until its result is committed there."""
+    claim = "fedast-fig5-fashion-mnist*2"
+
+    def listed():
+        return [(j.name, j.why[j.claims.index(claim)], j.command) for j in plan.jobs(tmp_path) if claim in j.claims]
+
+    commit(tmp_path, "fedast/fig5/fashion-mnist*2/fedast-fig5")
+    assert listed() == [("fedast-fig5-fashion-mnist*2-code-dispatch", "probe not run",
+                         "afl repro fedast-fig5 --seeds 3 --set 'tasksets=fashion-mnist*2' --set cap_first=False "
+                         "--out 'results/fedast/fig5/fashion-mnist*2/code-dispatch'")]
+    commit(tmp_path, "fedast/fig5/fashion-mnist*2/fedast-fig5", "fedast/fig5/fashion-mnist*2/code-dispatch/fedast-fig5")
+    assert listed() == []
 
 
 def _shakespeare_job(*methods):

@@ -88,8 +88,12 @@ def _dispatched(taskset: str) -> str:
 
 
 def _dispatch(taskset: str, measure, rule, quick_measure=None) -> Probe:
-    """The code's dispatch on ``taskset`` at the paper's targets where committed, else on the quick figure."""
-    return Probe(_dispatched(taskset), measure, rule, _DISPATCH, earlier=((CODE_DISPATCH, quick_measure or measure),))
+    """The code's dispatch on ``taskset`` at the paper's targets where committed, else on the quick figure; its run
+    beside the task set's (the plan lists it while the probe of an open claim is not run)."""
+    run = Run("fedast-fig5", (("tasksets", (taskset,)), ("cap_first", False)), seeds=_SEEDS,
+              out=f"results/{_dispatched(taskset).rpartition('/')[0]}")
+    return Probe(_dispatched(taskset), measure, rule, _DISPATCH, earlier=((CODE_DISPATCH, quick_measure or measure),),
+                 run=run)
 
 
 def _d6(level: str, number) -> Claim:
