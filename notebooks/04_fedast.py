@@ -243,16 +243,16 @@ for key in [f"{data}*{n}" for data in FIG5_DATA for n in (2, 4, 6)] + [f"grows-{
 display(Markdown("\n".join(lines)))
 
 # %% [markdown]
-# What to notice: on MNIST at the paper's targets FedAST wins clearly only with four tasks. With two, Sync-ST's
-# first 30 of 150 clients per task (the stragglers dropped) reach the target sooner; with six, FedAST's tasks finish one after
-# another while Sync-ST's finish together, so the last of FedAST's decides. The scoreboard's probe for that (last
-# column, run at the paper's targets too): the authors' code sends every task's first requests at once, above the cap
-# (`cap_first=False`); six tasks then finish together and the loss turns into a gain, while two tasks' 192 first
-# requests never meet the cap of 300 and nothing changes. Which reading of Algorithm 2 the paper's figure used is not
-# stated; both are settings of `afl repro fedast-fig5`. Fashion-MNIST's two tasks reach their 82 % (LeNet-5) after
-# 470–570 units of simulated time, MNIST's their 93 % (the MLP) after 70–80; there FedAST is sooner in every seed,
-# the paper's direction, yet three seeds so far apart leave the interval reaching below 0. Count the seeds before you read a bar: the scoreboard asks
-# for the interval, not the mean.
+# What to notice: on MNIST at the paper's targets FedAST wins clearly only with four tasks. With two, Sync-ST's first
+# 30 of 150 clients per task (the stragglers dropped) reach the target sooner; with six, FedAST's tasks finish one
+# after another while Sync-ST's finish together, so the last of FedAST's decides. The scoreboard's probe for that
+# (last column, run at the paper's targets too): the authors' code sends every task's first requests at once, above
+# the cap (`cap_first=False`); six tasks then finish together and the loss turns into a gain, while two tasks' 192
+# first requests never meet the cap of 300 and nothing changes. Which reading of Algorithm 2 the paper's figure used
+# is not stated; both are settings of `afl repro fedast-fig5`. Fashion-MNIST's two tasks reach their 82 % (LeNet-5)
+# after 470–570 units of simulated time, MNIST's their 93 % (the MLP) after 70–80. On Fashion-MNIST FedAST is
+# sooner in every seed, the paper's direction, yet three seeds so far apart leave the interval reaching below 0.
+# Count the seeds before you read a bar: the scoreboard asks for the interval, not the mean.
 #
 # ### The first wave: the paper's x⁽⁰⁾ or the code's live model
 #
