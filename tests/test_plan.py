@@ -121,7 +121,7 @@ def test_every_claim_reads_the_result_its_paper_scale_run_writes():
 def test_a_fedast_fig5_claim_reads_its_task_sets_run_else_the_quick_figure(tmp_path):
     """Fig. 5's claims read their task set's paper-scale run (the plan's job writes it there), the quick figure
     until it is committed; the gain's growth from 2 to 6 tasks waits for both task sets' runs. While a claim differs
-    and its probe (the task set with the code's dispatch) is not run, it waits for that run too."""
+    and its probe (the task set as the authors' code runs it) is not run, it waits for that run too."""
     claims = {c.id: c for cs in papers().values() for c in cs}
     two, grows = claims["fedast-fig5-mnist*2"], claims["fedast-fig5-grows-mnist"]
     assert f"{two.run.out}/fedast-fig5" == f"results/{two.result}"
@@ -132,7 +132,7 @@ def test_a_fedast_fig5_claim_reads_its_task_sets_run_else_the_quick_figure(tmp_p
 
     commit(tmp_path, "fedast/fig5/fedast-fig5")                   # the quick figure (MNIST, 2, 4 and 6 tasks)
     assert state(two) == ("differs — open", "results/fedast/fig5/fedast-fig5.json",
-                          ["fedast-fig5-mnist*2", "fedast-fig5-mnist*2-code-dispatch"])
+                          ["fedast-fig5-mnist*2", "fedast-fig5-mnist*2-first-wave-code"])
     assert state(grows)[2] == ["fedast-fig5-mnist*6", "fedast-fig5-mnist*6-code-dispatch"]
     commit(tmp_path, "fedast/fig5/fedast-fig5", "fedast/fig5/mnist*6/fedast-fig5")   # stands in for the paper run
     assert state(grows)[1:] == ("results/fedast/fig5/fedast-fig5.json",
@@ -142,20 +142,25 @@ def test_a_fedast_fig5_claim_reads_its_task_sets_run_else_the_quick_figure(tmp_p
                                                 "results/fedast/fig5/mnist*6/fedast-fig5.json")
 
 
-def test_a_fedast_task_set_that_differs_lists_its_code_dispatch_probe_until_it_is_run(tmp_path):
-    """Fashion-MNIST's two tasks differ at the paper's targets (the committed run): the probe, the same task set with
-    the code's dispatch of the first requests (``cap_first=False``), is a job of the plan beside the task set's
-    folder until its result is committed there."""
-    claim = "fedast-fig5-fashion-mnist*2"
+@pytest.mark.parametrize("taskset, probe, setting", [
+    ("fashion-mnist*2", "first-wave-code", "first_wave=code"),      # 2 x 96 first requests: the cap never meets them
+    ("mnist*6", "code-dispatch", "cap_first=False")])               # 6 x 96 above the cap of 300
+def test_a_fedast_task_set_that_differs_lists_its_code_probe_until_it_is_run(tmp_path, taskset, probe, setting):
+    """A Fig. 5 task set that differs at the paper's targets lists its probe, the same task set as the authors' code
+    runs it, beside the task set's folder until its result is committed there: the code's dispatch of the first
+    requests (``cap_first=False``) where the cap can meet them, else (two tasks: 192 requests under the cap of 300,
+    where ``cap_first`` changes nothing) the code's first wave (``first_wave="code"``)."""
+    claim = f"fedast-fig5-{taskset}"
 
     def listed():
         return [(j.name, j.why[j.claims.index(claim)], j.command) for j in plan.jobs(tmp_path) if claim in j.claims]
 
-    commit(tmp_path, "fedast/fig5/fashion-mnist*2/fedast-fig5")
-    assert listed() == [("fedast-fig5-fashion-mnist*2-code-dispatch", "probe not run",
-                         "afl repro fedast-fig5 --seeds 3 --set 'tasksets=fashion-mnist*2' --set cap_first=False "
-                         "--out 'results/fedast/fig5/fashion-mnist*2/code-dispatch'")]
-    commit(tmp_path, "fedast/fig5/fashion-mnist*2/fedast-fig5", "fedast/fig5/fashion-mnist*2/code-dispatch/fedast-fig5")
+    commit(tmp_path, f"fedast/fig5/{taskset}/fedast-fig5")
+    assert listed() == [(f"fedast-fig5-{taskset}-{probe}", "probe not run",
+                         f"afl repro fedast-fig5 --seeds 3 --set 'tasksets={taskset}' --set {setting} "
+                         f"--out 'results/fedast/fig5/{taskset}/{probe}'")]
+    # the probe's result stands in for the run of the same task set (the plan reads only that it is committed)
+    commit(tmp_path, f"fedast/fig5/{taskset}/fedast-fig5", dest=f"fedast/fig5/{taskset}/{probe}/fedast-fig5")
     assert listed() == []
 
 

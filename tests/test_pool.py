@@ -86,6 +86,21 @@ def test_the_first_requests_meet_the_cap_task_by_task_unless_cap_first_is_off():
     assert later.dropped and min(t for _, t in later.dropped) > 0           # the cap holds after the start
 
 
+def test_two_tasks_first_requests_stay_under_the_cap_so_the_codes_dispatch_changes_nothing():
+    """Fig. 5's two tasks: 2 x 96 first requests hold at most 192 distinct clients, under the cap of 300, so sending
+    them regardless of the cap (the authors' code) gives the very schedule afl's capped dispatch gives; the
+    scoreboard probes two-task sets with the code's first wave instead (:mod:`afl.scoreboard.fedast`)."""
+    profile = three_speed(1000, base=ShiftedExponential(shift=0.5, mean=1.0), seed=0,
+                          costs=[FEDAST_MODEL_COSTS["mnist"]] * 2)
+    tasks = [PoolTask(96, 3) for _ in range(2)]
+    capped, free = (simulate_pool_schedule(profile, tasks, t_end=40, cap=300, seed=3, cap_first=first)
+                    for first in (True, False))
+    assert not [t for _, t in capped.dropped if t == 0.0]
+    assert [(u.task, u.client, u.start, u.end) for u in capped.updates] == \
+        [(u.task, u.client, u.start, u.end) for u in free.updates] and len(capped.updates) > 300
+    assert capped.dropped == free.dropped
+
+
 def test_a_request_costs_steps_times_one_draw():
     profile = three_speed(30, base=ShiftedExponential(shift=0.5, mean=1.0), seed=0, costs=[0.2])
     out = simulate_pool_schedule(profile, [PoolTask(5, 1, steps=27)], t_end=50, seed=0)

@@ -4,6 +4,7 @@ the run's horizon, ``total_time``)."""
 from ..claims import (Best, Claim, Effect, Elsewhere, GeoMean, Largest, Level, Mean, Minus, Over, Probe, Range, Run,
                       Runs, Same, Saved, Tuned)
 from ..papers import fedast as paper
+from ..repro.fedast import EXPERIMENTS, parse_taskset
 
 FIG2, FIG3, FIG5, FIG7, D6 = ("fedast/fig2/fedast-fig2", "fedast/fig3/fedast-fig3", "fedast/fig5/fedast-fig5",
                               "fedast/fig7/fedast-fig7", "fedast/d6/fedast-d6")
@@ -76,24 +77,43 @@ def _growth(d: str, two: str | None = None) -> Mean:
 
 #: Fig. 5 with the first requests sent as the authors' code sends them (every task's first wave at once, regardless
 #: of the cap: ``cap_first=False``), the same runs otherwise: the quick figure; each task set at the paper's targets
-#: in :func:`_dispatched`
+#: in :func:`_probed`
 CODE_DISPATCH = "fedast/fig5/code-dispatch/fedast-fig5"
 _DISPATCH = ("the authors' code sends every task's first requests at once, regardless of the cap (cap_first=False); "
              "afl's default caps them, so the last tasks start short")
+#: Fig. 5 with the first wave trained as the authors' code trains it (from the model live when its event loop pops
+#: the request: ``first_wave="code"``): the quick figure; each task set at the paper's targets in :func:`_probed`
+CODE_FIRST_WAVE = "fedast/fig5/first-wave-code/fedast-fig5"
+_FIG5_PAPER = EXPERIMENTS["fedast-fig5"][0]
+_FIRST_WAVE = ("the authors' code trains the first requests from the model live when its event loop pops them "
+               "(first_wave=code), the paper from x^(0); its dispatch of them is afl's here: {n} first requests "
+               "(R = {r} a task) stay under the cap of {cap} busy clients, so cap_first changes nothing")
 
 
-def _dispatched(taskset: str) -> str:
-    """The probe of :data:`CODE_DISPATCH` on one task set at the paper's targets, beside its run."""
-    return f"fedast/fig5/{taskset}/code-dispatch/fedast-fig5"
+def _dispatch_matters(taskset: str) -> bool:
+    """Whether the cap can meet ``taskset``'s first requests in Fig. 5 (k tasks x R above the cap): else the code's
+    dispatch of them is afl's (the cap counts distinct busy clients, at most k x R at the start)."""
+    return len(parse_taskset(taskset)) * _FIG5_PAPER.requests > min(_FIG5_PAPER.caps)
 
 
-def _dispatch(taskset: str, measure, rule, quick_measure=None) -> Probe:
-    """The code's dispatch on ``taskset`` at the paper's targets where committed, else on the quick figure; its run
-    beside the task set's (the plan lists it while the probe of an open claim is not run)."""
-    run = Run("fedast-fig5", (("tasksets", (taskset,)), ("cap_first", False)), seeds=_SEEDS,
-              out=f"results/{_dispatched(taskset).rpartition('/')[0]}")
-    return Probe(_dispatched(taskset), measure, rule, _DISPATCH, earlier=((CODE_DISPATCH, quick_measure or measure),),
-                 run=run)
+def _probed(taskset: str) -> str:
+    """The probe of ``taskset`` at the paper's targets, beside its run: the code's dispatch of the first requests
+    where the cap can meet them, else the code's first wave."""
+    return f"fedast/fig5/{taskset}/{'code-dispatch' if _dispatch_matters(taskset) else 'first-wave-code'}/fedast-fig5"
+
+
+def _code(taskset: str, measure, rule, quick_measure=None) -> Probe:
+    """The authors' code on ``taskset`` (:func:`_probed`) at the paper's targets where committed, else on the quick
+    figure; its run beside the task set's (the plan lists it while the probe of an open claim is not run)."""
+    if _dispatch_matters(taskset):
+        setting, why, quick = ("cap_first", False), _DISPATCH, CODE_DISPATCH
+    else:
+        k = len(parse_taskset(taskset))
+        setting, quick = ("first_wave", "code"), CODE_FIRST_WAVE
+        why = _FIRST_WAVE.format(n=k * _FIG5_PAPER.requests, r=_FIG5_PAPER.requests, cap=min(_FIG5_PAPER.caps))
+    run = Run("fedast-fig5", (("tasksets", (taskset,)), setting), seeds=_SEEDS,
+              out=f"results/{_probed(taskset).rpartition('/')[0]}")
+    return Probe(_probed(taskset), measure, rule, why, earlier=((quick, quick_measure or measure),), run=run)
 
 
 def _d6(level: str, number) -> Claim:
@@ -165,12 +185,13 @@ CLAIMS = (
                out="results/fedast/fig4"), ("cifar10", "fashion-mnist"), unit="points"),
     *[_claim(f"fedast-fig5-{t}", paper.FIG5, f"FedAST finishes {t.split('*')[1]} identical {DATASETS[t.split('*')[0]]} "
              "tasks sooner than Sync-ST (Fig. 5)", _ABOVE, Mean(_gain5(t)), _fig5(t), _fig5_run(t),
-             (t.split("*")[0].removesuffix("-jpeg"),), probe=_dispatch(t, Mean(_gain5(t)), _ABOVE),
+             (t.split("*")[0].removesuffix("-jpeg"),), probe=_code(t, Mean(_gain5(t)), _ABOVE),
              earlier=((FIG5, Mean(_gain5(t))),)) for t in _FIG5_SETS],
     *[_claim(f"fedast-fig5-grows-{d}", paper.FIG5_GROWS, f"FedAST's gain is larger with 6 identical {DATASETS[d]} "
              "tasks than with 2", Effect(None, "larger (no number)"), _growth(d, _fig5(f"{d}*2")), _fig5(f"{d}*6"),
              _fig5_run(f"{d}*6"), (d.removesuffix("-jpeg"),), unit="points of gain",
-             probe=_dispatch(f"{d}*6", _growth(d, _dispatched(f"{d}*2")), Effect(None, "larger"), _growth(d)),
+             # the probe: six tasks with the code's dispatch against two tasks' run (their dispatch is afl's)
+             probe=_code(f"{d}*6", _growth(d, _fig5(f"{d}*2")), Effect(None, "larger"), _growth(d)),
              needs=(_fig5_run(f"{d}*2"),), earlier=((FIG5, _growth(d)),))
       for d in DATASETS],
     _claim("fedast-fig7-mnist", paper.FIG7, "FedAST's MNIST task reaches its target at 99 (Fig. 7)",
