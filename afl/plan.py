@@ -111,15 +111,19 @@ def dest(run: Run) -> str:
 
 
 def reusing(job: Job, results: Results) -> Job:
-    """``job`` reusing the runs of the committed result in its folder that its grid would compute exactly so
-    (:func:`afl.repro.runner.reusable_runs`), where that result predates no change of meaning
-    (``results/provenance.json``); ``job`` itself where there are none."""
-    name = f"{job.dest}/{job.run.experiment}"
-    if not results.has(name) or results.provenance.get(f"results/{name}.json", {}).get("predates"):
-        return job
-    grid = job.grid()
-    held = {grid.key_of(r) for r in reusable_runs(read_result(results.path(name), "results"), grid)} & set(grid.keys)
-    return replace(job, reuse=f"results/{name}.json", reused=len(held)) if held else job
+    """``job`` reusing the runs of a committed result that its grid would compute exactly so
+    (:func:`afl.repro.runner.reusable_runs`): the result in its folder, else the one in the folder above (a probe's
+    task set, whose runs of a method the probe does not change it takes), where that result predates no change of
+    meaning (``results/provenance.json``); ``job`` itself where there are none."""
+    for folder in (job.dest, job.dest.rpartition("/")[0]):
+        name = f"{folder}/{job.run.experiment}"
+        if not results.has(name) or results.provenance.get(f"results/{name}.json", {}).get("predates"):
+            continue
+        grid = job.grid()
+        held = {grid.key_of(r) for r in reusable_runs(read_result(results.path(name), "results"), grid)}
+        if held & set(grid.keys):
+            return replace(job, reuse=f"results/{name}.json", reused=len(held & set(grid.keys)))
+    return job
 
 
 def wanting(claim: Claim, results: Results) -> Run:

@@ -149,7 +149,8 @@ def test_a_fedast_task_set_that_differs_lists_its_code_probe_until_it_is_run(tmp
     """A Fig. 5 task set that differs at the paper's targets lists its probe, the same task set as the authors' code
     runs it, beside the task set's folder until its result is committed there: the code's dispatch of the first
     requests (``cap_first=False``) where the cap can meet them, else (two tasks: 192 requests under the cap of 300,
-    where ``cap_first`` changes nothing) the code's first wave (``first_wave="code"``)."""
+    where ``cap_first`` changes nothing) the code's first wave (``first_wave="code"``); it takes the task set's
+    Sync-ST runs, which read neither setting."""
     claim = f"fedast-fig5-{taskset}"
 
     def listed():
@@ -158,7 +159,10 @@ def test_a_fedast_task_set_that_differs_lists_its_code_probe_until_it_is_run(tmp
     commit(tmp_path, f"fedast/fig5/{taskset}/fedast-fig5")
     assert listed() == [(f"fedast-fig5-{taskset}-{probe}", "probe not run",
                          f"afl repro fedast-fig5 --seeds 3 --set 'tasksets={taskset}' --set {setting} "
-                         f"--out 'results/fedast/fig5/{taskset}/{probe}'")]
+                         f"--out 'results/fedast/fig5/{taskset}/{probe}' "
+                         f"--reuse results/fedast/fig5/{taskset}/fedast-fig5.json")]
+    job = next(j for j in plan.jobs(tmp_path) if claim in j.claims)
+    assert job.reused == 3                                 # the task set's Sync-ST runs: the probe changes only FedAST
     # the probe's result stands in for the run of the same task set (the plan reads only that it is committed)
     commit(tmp_path, f"fedast/fig5/{taskset}/fedast-fig5", dest=f"fedast/fig5/{taskset}/{probe}/fedast-fig5")
     assert listed() == []

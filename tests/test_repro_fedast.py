@@ -9,6 +9,8 @@ import afl.algorithms.base as base
 from afl.cli import main
 from afl.errors import ParameterError
 from afl.repro import fedast as fr
+from afl.repro.runner import read_result, reusable_runs
+from committed import ROOT
 from test_checkpoint import stop_at_time_limit
 
 
@@ -194,3 +196,17 @@ def test_a_fedast_grid_stopped_at_its_time_limit_goes_on_to_the_runs_that_never_
         assert r.pop("resumed_at") and "resumed_at" not in w
         assert [t.pop("wall_seconds") >= 0 for t in r["tasks"] + w["tasks"]] and r == w
     assert "2 of the 2 runs went on from a checkpoint" in (tmp_path / "a" / "fedast-fig5.md").read_text()
+
+
+@pytest.mark.parametrize("field, value", [("first_wave", "code"), ("cap_first", False)])
+def test_reuse_takes_sync_st_runs_of_a_result_that_differs_only_in_fedasts_own_fields(field, value):
+    """Sync-ST reads neither how FedAST's first requests are sent nor what they train from: a probe of either takes
+    the committed task set's Sync-ST runs (``--reuse``), never its FedAST runs, and nothing of another setting."""
+    committed = read_result(ROOT / "results/fedast/fig5/mnist*2/fedast-fig5.json", "reuse")
+    probe = fr.grid(fr.setting("fedast-fig5", False, tasksets=("mnist*2",), **{field: value}), seeds=3)
+    taken = reusable_runs(committed, probe)
+    assert sorted((r["method"], r["seed"]) for r in taken) == [("sync-st", s) for s in range(3)]
+    assert reusable_runs(committed, fr.grid(fr.setting("fedast-fig5", False, tasksets=("mnist*2",)), seeds=3)) == \
+        committed["runs"]                                                   # the same setting: every run
+    other = fr.grid(fr.setting("fedast-fig5", False, tasksets=("mnist*2",), target_offset=0.01, **{field: value}))
+    assert reusable_runs(committed, other) == []

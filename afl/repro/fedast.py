@@ -379,6 +379,16 @@ def run_key(run: dict) -> tuple:
     return run["taskset"], run["method"], run["cap"], run["buffer"], run["seed"]
 
 
+#: the setting fields only FedAST's runs read (how its first requests are sent and what they train from)
+FEDAST_ONLY = ("cap_first", "first_wave")
+
+
+def unread(key: tuple) -> tuple:
+    """The setting fields the run of ``key`` (:func:`run_key`) does not read: a synchronous method's run is the same
+    under any :data:`FEDAST_ONLY` (``--reuse`` takes Sync-ST's runs of a result that differs only there)."""
+    return FEDAST_ONLY if split_method(key[1])[0] in SYNC else ()
+
+
 def same_run(run: dict, cfg: FedastSetting) -> bool:
     """Whether a saved run is what ``cfg`` computes now (its tasks' rates, requests, buffers and targets)."""
     tasks = cfg.tasks(run["taskset"], run["method"], run["cap"], run["buffer"])
@@ -400,7 +410,7 @@ def grid(cfg: FedastSetting, *, seeds=None, device="cpu", root=None, fleet=True,
             for m in cfg.methods]
     work = partial_fn(run_grid, cfg, device=str(device), root=root, fleet=fleet, fleet_size=fleet_size)
     return Grid(name, replace(cfg, seeds=seeds), keys, work, run_key, partial_fn(same_run, cfg=cfg),
-                selection=SELECTION, checkpoints=True)
+                selection=SELECTION, checkpoints=True, unread=unread)
 
 
 def _stats(values: list) -> dict:

@@ -47,7 +47,9 @@ class Grid:
     method's settings may have changed since). ``selection``: the fields of ``cfg`` that only choose which
     runs are made (seeds, methods, ...); runs saved under settings equal in all other fields are reusable.
     ``checkpoints``: whether ``work`` takes ``checkpoints=FOLDER``, where its runs save their state as they go
-    (:mod:`afl.checkpoint`) and from which a stopped run goes on.
+    (:mod:`afl.checkpoint`) and from which a stopped run goes on. ``unread(key)``: the fields of ``cfg`` the run of
+    ``key`` does not read (one method's options, for the other methods): a saved run is reusable under settings
+    that differ only there too.
     """
 
     name: str
@@ -58,6 +60,7 @@ class Grid:
     current: Callable[[dict], bool] = lambda run: True
     selection: tuple = ("seeds",)
     checkpoints: bool = False
+    unread: Callable[[tuple], tuple] = lambda key: ()
 
     @property
     def setting_key(self) -> str:
@@ -169,8 +172,16 @@ def same_setting(saved: dict, grid: Grid) -> bool:
 
 def reusable_runs(other: dict, grid: Grid) -> list[dict]:
     """The runs of another experiment's result (:func:`read_result`) that ``grid`` would compute exactly so: same
-    setting (:func:`same_setting`), and each still current."""
-    return [r for r in other["runs"] if grid.current(r)] if same_setting(other, grid) else []
+    setting (:func:`same_setting`) but for the fields each run does not read (``grid.unread``), and each still
+    current."""
+    if same_setting(other, grid):
+        return [r for r in other["runs"] if grid.current(r)]
+    config = saved_config(type(grid.cfg), other["config"])
+
+    def same(run: dict) -> bool:
+        ignore = (*grid.selection, *grid.unread(grid.key_of(run)))
+        return bool(grid.unread(grid.key_of(run))) and setting_key(config, ignore) == setting_key(grid.cfg, ignore)
+    return [r for r in other["runs"] if same(r) and grid.current(r)]
 
 
 def check_replaceable(grid: Grid, out) -> None:
