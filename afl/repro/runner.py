@@ -179,8 +179,9 @@ def reusable_runs(other: dict, grid: Grid) -> list[dict]:
     config = saved_config(type(grid.cfg), other["config"])
 
     def same(run: dict) -> bool:
-        ignore = (*grid.selection, *grid.unread(grid.key_of(run)))
-        return bool(grid.unread(grid.key_of(run))) and setting_key(config, ignore) == setting_key(grid.cfg, ignore)
+        unread = tuple(grid.unread(grid.key_of(run)))
+        ignore = (*grid.selection, *unread)
+        return bool(unread) and setting_key(config, ignore) == setting_key(grid.cfg, ignore)
     return [r for r in other["runs"] if same(r) and grid.current(r)]
 
 
