@@ -168,6 +168,23 @@ def test_a_fedast_task_set_that_differs_lists_its_code_probe_until_it_is_run(tmp
     assert listed() == []
 
 
+def test_fig7_lists_the_codes_dispatch_as_a_run_of_its_own(tmp_path):
+    """Fig. 7's four tasks send 4 x 96 first requests against the cap of 300: the authors' code sends them all
+    (``cap_first=False``), afl's default caps them. That reading is a job of the plan of its own, beside Fig. 7's
+    run, for the three Fig. 7 claims, until its result is committed."""
+    def listed():
+        return {j.name: (j.claims, j.command) for j in plan.jobs(tmp_path) if j.run.experiment == "fedast-fig7"
+                and "code-dispatch" in j.name}
+
+    commit(tmp_path, "fedast/fig7/fedast-fig7")                       # the quick figure: the claims differ
+    assert listed() == {"fedast-fig7-code-dispatch": (
+        ("fedast-fig7-mnist", "fedast-fig7-all", "fedast-fig7-gain"),
+        "afl repro fedast-fig7 --seeds 3 --set cap_first=False --out results/fedast/fig7/code-dispatch")}
+    # a stand-in where the probe's result goes (the plan reads only that it is committed)
+    commit(tmp_path, "fedast/fig7/fedast-fig7", dest="fedast/fig7/code-dispatch/fedast-fig7")
+    assert listed() == {}
+
+
 def _shakespeare_job(*methods):
     run = Run("ghbm-table2", (("dataset", "shakespeare"), ("eval_every", 10), ("splits", ("noniid",)),
                               ("methods", methods)), seeds=5, out="results/ghbm/shakespeare/runs/x")
