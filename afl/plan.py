@@ -120,9 +120,10 @@ def reusing(job: Job, results: Results) -> Job:
         if not results.has(name) or results.provenance.get(f"results/{name}.json", {}).get("predates"):
             continue
         grid = job.grid()
-        held = {grid.key_of(r) for r in reusable_runs(read_result(results.path(name), "results"), grid)}
-        if held & set(grid.keys):
-            return replace(job, reuse=f"results/{name}.json", reused=len(held & set(grid.keys)))
+        runs = reusable_runs(read_result(results.path(name), "results"), grid)
+        held = {grid.key_of(r) for r in runs} & set(grid.keys)
+        if held:
+            return replace(job, reuse=f"results/{name}.json", reused=len(held))
     return job
 
 
