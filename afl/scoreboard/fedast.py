@@ -84,6 +84,10 @@ _DISPATCH = ("the authors' code sends every task's first requests at once, regar
 #: Fig. 5 with the first wave trained as the authors' code trains it (from the model live when its event loop pops
 #: the request: ``first_wave="code"``): the quick figure; each task set at the paper's targets in :func:`_probed`
 CODE_FIRST_WAVE = "fedast/fig5/first-wave-code/fedast-fig5"
+_FIRST_WAVE = ("the authors' code trains the first requests from the model live when its event loop pops them "
+               "(first_wave=code), the paper from x^(0); its dispatch of them is afl's here: {n} first requests "
+               "(R = {r} a task) stay under the cap of {cap} busy clients, so cap_first changes nothing")
+#: Fig. 5 at the paper's setting
 _FIG5_PAPER = EXPERIMENTS["fedast-fig5"][0]
 #: Fig. 7 as the authors' code sends its first requests: the four tasks' 4 x 96 meet the cap of 300, so afl's default
 #: starts the last tasks short (a run of its own beside Fig. 7's, taking its Sync-ST runs: ``--reuse``)
@@ -94,17 +98,12 @@ def _fig7_probe(measure, rule) -> Probe:
     """Fig. 7 at the paper's setting with the code's dispatch of the first requests (:data:`_FIG7_DISPATCH`)."""
     return Probe(f"{_FIG7_DISPATCH.out.removeprefix('results/')}/fedast-fig7", measure, rule, _DISPATCH,
                  run=_FIG7_DISPATCH)
-_FIRST_WAVE = ("the authors' code trains the first requests from the model live when its event loop pops them "
-               "(first_wave=code), the paper from x^(0); its dispatch of them is afl's here: {n} first requests "
-               "(R = {r} a task) stay under the cap of {cap} busy clients, so cap_first changes nothing")
 
 
-def _dispatch_matters(taskset: str, experiment: str = "fedast-fig5") -> bool:
-    """Whether the cap can meet ``taskset``'s first requests in ``experiment`` at the paper's setting (k tasks x R
-    above the cap): else the code's dispatch of them is afl's (the cap counts distinct busy clients, at most k x R at
-    the start)."""
-    cfg = EXPERIMENTS[experiment][0]
-    return len(parse_taskset(taskset)) * cfg.requests > min(cfg.caps)
+def _dispatch_matters(taskset: str) -> bool:
+    """Whether the cap can meet ``taskset``'s first requests at Fig. 5's paper setting (k tasks x R above the cap):
+    else the code's dispatch of them is afl's (the cap counts distinct busy clients, at most k x R at the start)."""
+    return len(parse_taskset(taskset)) * _FIG5_PAPER.requests > min(_FIG5_PAPER.caps)
 
 
 def _probed(taskset: str) -> str:
