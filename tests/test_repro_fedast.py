@@ -40,6 +40,29 @@ def test_tasks_follow_the_papers_rates_and_allocations():
     assert all(t.target is None for t in fig3.tasks(fig3.tasksets[0], "fedast-static", 300, None))
 
 
+def test_a_shared_budget_of_requests_splits_fig7s_384_over_the_tasks_and_scales_each_buffer():
+    """Sec. 4's constant budget R = sum_m R_m: 384 requests (Fig. 7's four tasks x 96) give two tasks 192 each with
+    buffers of 6, four tasks Fig. 7's own 96 and 3, six tasks 64 and 2, each task's R / b kept (Shakespeare 16);
+    Sync-ST splits its clients by ratios, so its tasks are the same under any budget."""
+    default = fr.setting("fedast-fig5", quick=False)
+    shared = fr.setting("fedast-fig5", quick=False, total_requests=384)
+    for taskset, want in (("mnist*2", (192, 6)), ("mnist*4", (96, 3)), ("fashion-mnist*6", (64, 2)),
+                          ("shakespeare*2", (192, 12)), ("shakespeare*6", (64, 4))):
+        assert {(t.requests, t.buffer) for t in shared.tasks(taskset, "fedast-static", 300, None)} == {want}
+        assert shared.tasks(taskset, "sync-st", 300, None) == default.tasks(taskset, "sync-st", 300, None)
+    assert shared.tasks("mnist*4", "fedast-static", 300, None) == default.tasks("mnist*4", "fedast-static", 300, None)
+    assert [t.buffer for t in shared.tasks("mnist*2", "fedast-static", 300, 3)] == [3, 3]     # a buffer given stays
+    assert {t.buffer for t in shared.tasks("mnist*2", "fedast-nobuffer", 300, None)} == {1}
+
+
+@pytest.mark.parametrize("kw, hint", [(dict(total_requests=100), "a multiple of the 6 tasks"),
+                                      (dict(total_requests=1, tasksets=("mnist*2",)), "at least one request per task"),
+                                      (dict(total_requests=384, requests=None), "None where requests is None")])
+def test_a_budget_that_cannot_be_shared_is_refused_by_name(kw, hint):
+    with pytest.raises(ParameterError, match=f"total_requests.*{hint}"):
+        fr.setting("fedast-fig5", quick=False, **({"tasksets": ("mnist*6",)} | kw))
+
+
 @pytest.mark.parametrize("kw, name", [(dict(methods=("fedavg",)), "methods"), (dict(caps=(0,)), "caps"),
                                       (dict(target_offset=0.5), "target_offset"),
                                       (dict(models=("mnist=vgg",)), "models"), (dict(tasksets=("mnist*0",)), "tasksets"),
@@ -198,7 +221,7 @@ def test_a_fedast_grid_stopped_at_its_time_limit_goes_on_to_the_runs_that_never_
     assert "2 of the 2 runs went on from a checkpoint" in (tmp_path / "a" / "fedast-fig5.md").read_text()
 
 
-@pytest.mark.parametrize("field, value", [("first_wave", "code"), ("cap_first", False)])
+@pytest.mark.parametrize("field, value", [("first_wave", "code"), ("cap_first", False), ("total_requests", 384)])
 def test_reuse_takes_sync_st_runs_of_a_result_that_differs_only_in_fedasts_own_fields(field, value):
     """Sync-ST reads neither how FedAST's first requests are sent nor what they train from: a probe of either takes
     the committed task set's Sync-ST runs (``--reuse``), never its FedAST runs, and nothing of another setting."""

@@ -5,9 +5,10 @@ Protocol (Sec. 5, App. C and the authors' code, askinb/FedAST): N = 1,000 client
 (``cap``); each client holds 300 samples of every image task (Dirichlet alpha = 0.1 label skew, samples reused when
 a class runs out; Shakespeare: one speaking role each); 27 local steps at batch 32 (Shakespeare 64); a job of task
 m on a client of speed factor s lasts ``27 x (Exp(mean e_m s) + e_m s / 2)`` (:data:`afl.sim.FEDAST_MODEL_COSTS`).
-FedAST keeps R = 96 requests per task, buffers of 3 (6 for Shakespeare), server lr 0.1 (NoBuffer: b = 1, 0.038);
-the synchronous methods use server lr 1 and keep the first k = 30 updates per task. A task stops once it reaches
-its target (Table 1); its clients go to the others. The headline number (Fig. 7) is the time until the *last*
+FedAST keeps R = 96 requests per task (Fig. 7's configuration; ``total_requests=384`` reads Sec. 4's constant budget
+instead, Fig. 7's 4 x 96 shared by any number of tasks), buffers of 3 (6 for Shakespeare), server lr 0.1 (NoBuffer:
+b = 1, 0.038); the synchronous methods use server lr 1 and keep the first k = 30 updates per task. A task stops once
+it reaches its target (Table 1); its clients go to the others. The headline number (Fig. 7) is the time until the *last*
 task reaches its target, and FedAST's gain over Sync-ST.
 
 A row of an experiment is a *task set* (datasets, comma separated, ``name*k`` for k identical tasks), a method, an
@@ -120,7 +121,10 @@ def parse_taskset(text: str) -> list[str]:
 class FedastSetting:
     """One FedAST experiment (defaults: the paper's protocol). ``tasksets``, ``methods``, ``caps`` (busy clients
     at most; None: all) and ``buffers`` (None: each task's own) span the grid; ``requests``: R per task (FedAST;
-    None: the cap shared equally, Fig. 3);
+    None: the cap shared equally, Fig. 3); ``total_requests``: Sec. 4's budget R = sum_m R_m, constant for a number
+    of available clients, shared equally by a task set's FedAST tasks (R_m = R / M; None: ``requests`` per task),
+    each task's own buffer scaled with its share (b_m = b x R_m / ``requests``, the nearest integer, at least 1: the
+    R / b of Fig. 7's configuration, whose ratio the authors' code keeps fixed, ``R_bs_ratio``);
     ``sync_allocation``: Sync-ST's clients per task of a task set in order (None: equal; Fig. 7's tuned 100, 84,
     48, 68); ``target_offset``: added to every Table 1 target (Table 3: +0.03, -0.10); ``stop_at_target``: False
     runs every task to ``total_time`` (Figs. 3 and 8 compare final accuracies); ``models``: ``"dataset=model"``
@@ -140,6 +144,7 @@ class FedastSetting:
     alpha: float = 0.1
     steps: int = 27
     requests: int | None = 96
+    total_requests: int | None = None
     first_k: int = 30
     sync_allocation: tuple | None = (100, 84, 48, 68)
     target_offset: float = 0.0
@@ -174,6 +179,14 @@ class FedastSetting:
         check_real("alpha", self.alpha, 0, strict_low=True)
         if self.requests is not None:
             check_int("requests", self.requests, 1)
+        if self.total_requests is not None:
+            check(self.requests is not None, "total_requests", self.total_requests,
+                  "None where requests is None (the buffers scale from requests)")
+            for t in self.tasksets:
+                k = len(parse_taskset(t))
+                check_int("total_requests", self.total_requests, k, hint=f"at least one request per task of {t}")
+                check(self.total_requests % k == 0, "total_requests", self.total_requests,
+                      f"a multiple of the {k} tasks of {t} (shared equally)")
         check_int("first_k", self.first_k, 1)
         check_choice("first_wave", self.first_wave, FIRST_WAVES)
         check_real("total_time", self.total_time, 0, strict_low=True)
@@ -227,7 +240,8 @@ class FedastSetting:
         base, own = split_method(method)
         sync = base in SYNC
         R = self.requests or max(1, (cap or self.clients) // len(names))
-        alloc = [R] * len(names)
+        shared = self.total_requests is not None and not sync
+        alloc = [self.total_requests // len(names) if shared else R] * len(names)
         if sync and self.sync_allocation and not own:
             check(len(self.sync_allocation) == len(names), "sync_allocation", self.sync_allocation,
                   f"one number of clients per task of {taskset}")
@@ -238,7 +252,8 @@ class FedastSetting:
         out = []
         for m, name in enumerate(names):
             spec = TASKS[name]
-            b = 1 if base == "fedast-nobuffer" else (buffer or spec["buffer"])
+            own_buffer = max(1, round(spec["buffer"] * alloc[m] / R)) if shared else spec["buffer"]
+            b = 1 if base == "fedast-nobuffer" else (buffer or own_buffer)
             server_lr = 1.0 if sync else (0.038 if base == "fedast-nobuffer" else 0.1)
             out.append(FedASTTask(lr=spec["lr_sync" if sync else "lr"], server_lr=server_lr, steps=self.steps,
                                   requests=int(alloc[m]), buffer=b, weight_decay=spec["wd_sync" if sync else "wd"],
@@ -379,8 +394,8 @@ def run_key(run: dict) -> tuple:
     return run["taskset"], run["method"], run["cap"], run["buffer"], run["seed"]
 
 
-#: the setting fields only FedAST's runs read (how its first requests are sent and what they train from)
-FEDAST_ONLY = ("cap_first", "first_wave")
+#: the setting fields only FedAST's runs read (how its first requests are sent, what they train from, how many)
+FEDAST_ONLY = ("cap_first", "first_wave", "total_requests")
 
 
 def unread(key: tuple) -> tuple:
