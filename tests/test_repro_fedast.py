@@ -223,8 +223,9 @@ def test_a_fedast_grid_stopped_at_its_time_limit_goes_on_to_the_runs_that_never_
 
 @pytest.mark.parametrize("field, value", [("first_wave", "code"), ("cap_first", False), ("total_requests", 384)])
 def test_reuse_takes_sync_st_runs_of_a_result_that_differs_only_in_fedasts_own_fields(field, value):
-    """Sync-ST reads neither how FedAST's first requests are sent nor what they train from: a probe of either takes
-    the committed task set's Sync-ST runs (``--reuse``), never its FedAST runs, and nothing of another setting."""
+    """Sync-ST reads none of how FedAST's first requests are sent, what they train from and how many requests its
+    tasks share: a probe of any takes the committed task set's Sync-ST runs (``--reuse``), never its FedAST runs,
+    and nothing of another setting."""
     committed = read_result(ROOT / "results/fedast/fig5/mnist*2/fedast-fig5.json", "reuse")
     probe = fr.grid(fr.setting("fedast-fig5", False, tasksets=("mnist*2",), **{field: value}), seeds=3)
     taken = reusable_runs(committed, probe)
