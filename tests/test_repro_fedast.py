@@ -43,9 +43,12 @@ def test_tasks_follow_the_papers_rates_and_allocations():
 def test_a_shared_budget_of_requests_splits_fig7s_384_over_the_tasks_and_scales_each_buffer():
     """Sec. 4's constant budget R = sum_m R_m: 384 requests (Fig. 7's four tasks x 96) give two tasks 192 each with
     buffers of 6, four tasks Fig. 7's own 96 and 3, six tasks 64 and 2, each task's R / b kept (Shakespeare 16);
-    Sync-ST splits its clients by ratios, so its tasks are the same under any budget."""
-    default = fr.setting("fedast-fig5", quick=False)
-    shared = fr.setting("fedast-fig5", quick=False, total_requests=384)
+    Sync-ST splits its clients by ratios, so its tasks are the same under any budget. It is Figs. 2 and 5's
+    setting, paper and quick; Fig. 7 keeps 96 a task."""
+    default = fr.setting("fedast-fig5", quick=False, total_requests=None)
+    shared = fr.setting("fedast-fig5", quick=False)
+    assert [fr.setting(e, quick=q).total_requests for e in ("fedast-fig2", "fedast-fig5", "fedast-fig7")
+            for q in (False, True)] == [384] * 4 + [None] * 2
     for taskset, want in (("mnist*2", (192, 6)), ("mnist*4", (96, 3)), ("fashion-mnist*6", (64, 2)),
                           ("shakespeare*2", (192, 12)), ("shakespeare*6", (64, 4))):
         assert {(t.requests, t.buffer) for t in shared.tasks(taskset, "fedast-static", 300, None)} == {want}
@@ -221,7 +224,7 @@ def test_a_fedast_grid_stopped_at_its_time_limit_goes_on_to_the_runs_that_never_
     assert "2 of the 2 runs went on from a checkpoint" in (tmp_path / "a" / "fedast-fig5.md").read_text()
 
 
-@pytest.mark.parametrize("field, value", [("first_wave", "code"), ("cap_first", False), ("total_requests", 384)])
+@pytest.mark.parametrize("field, value", [("first_wave", "code"), ("cap_first", False), ("total_requests", None)])
 def test_reuse_takes_sync_st_runs_of_a_result_that_differs_only_in_fedasts_own_fields(field, value):
     """Sync-ST reads none of how FedAST's first requests are sent, what they train from and how many requests its
     tasks share: a probe of any takes the committed task set's Sync-ST runs (``--reuse``), never its FedAST runs,
@@ -234,3 +237,14 @@ def test_reuse_takes_sync_st_runs_of_a_result_that_differs_only_in_fedasts_own_f
         committed["runs"]                                                   # the same setting: every run
     other = fr.grid(fr.setting("fedast-fig5", False, tasksets=("mnist*2",), target_offset=0.01, **{field: value}))
     assert reusable_runs(committed, other) == []
+
+
+def test_reuse_takes_fedast_runs_whose_tasks_a_budget_leaves_as_they_were():
+    """Four tasks get 96 requests and a buffer of 3 each, shared from 384 or not: their FedAST runs are the same,
+    and ``--reuse`` takes them across ``total_requests`` (two tasks' runs, 192 against 96 a task, it does not)."""
+    four = read_result(ROOT / "results/fedast/fig5/mnist*4/fedast-fig5.json", "reuse")
+    per_task = fr.grid(fr.setting("fedast-fig5", False, tasksets=("mnist*4",), total_requests=None), seeds=3)
+    assert reusable_runs(four, per_task) == four["runs"]
+    two = read_result(ROOT / "results/fedast/fig5/mnist*2/fedast-fig5.json", "reuse")
+    per_task = fr.grid(fr.setting("fedast-fig5", False, tasksets=("mnist*2",), total_requests=None), seeds=3)
+    assert {r["method"] for r in reusable_runs(two, per_task)} == {"sync-st"}

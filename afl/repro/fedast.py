@@ -5,8 +5,9 @@ Protocol (Sec. 5, App. C and the authors' code, askinb/FedAST): N = 1,000 client
 (``cap``); each client holds 300 samples of every image task (Dirichlet alpha = 0.1 label skew, samples reused when
 a class runs out; Shakespeare: one speaking role each); 27 local steps at batch 32 (Shakespeare 64); a job of task
 m on a client of speed factor s lasts ``27 x (Exp(mean e_m s) + e_m s / 2)`` (:data:`afl.sim.FEDAST_MODEL_COSTS`).
-FedAST keeps R = 96 requests per task (Fig. 7's configuration; ``total_requests=384`` reads Sec. 4's constant budget
-instead, Fig. 7's 4 x 96 shared by any number of tasks), buffers of 3 (6 for Shakespeare), server lr 0.1 (NoBuffer:
+FedAST keeps R = 96 requests per task (Fig. 7's configuration); the identical tasks of Figs. 2 and 5 share Sec. 4's
+constant budget instead, Fig. 7's 4 x 96 = 384 (``total_requests``), buffers of 3 (6 for Shakespeare) scaled with each
+task's share, server lr 0.1 (NoBuffer:
 b = 1, 0.038); the synchronous methods use server lr 1 and keep the first k = 30 updates per task. A task stops once
 it reaches its target (Table 1); its clients go to the others. The headline number (Fig. 7) is the time until the *last*
 task reaches its target, and FedAST's gain over Sync-ST.
@@ -233,6 +234,13 @@ class FedastSetting:
         """Each task's cost factor of its client step time (:data:`afl.sim.FEDAST_MODEL_COSTS`)."""
         return [FEDAST_MODEL_COSTS[TASKS[n]["cost"]] for n in parse_taskset(taskset)]
 
+    def share(self, taskset: str) -> int | None:
+        """R_m, the requests of each of ``taskset``'s FedAST tasks: ``total_requests`` shared equally, else
+        ``requests`` (None: the cap shared equally, :meth:`tasks`)."""
+        if self.total_requests is None:
+            return self.requests
+        return self.total_requests // len(parse_taskset(taskset))
+
     def tasks(self, taskset: str, method: str, cap: int | None, buffer: int | None) -> list[FedASTTask]:
         """The tasks of one run: FedAST's (R, b, eta_s = 0.1; NoBuffer b = 1, 0.038) or the synchronous ones
         (allocation, eta_s = 1, the synchronous client lr and weight decay)."""
@@ -241,7 +249,7 @@ class FedastSetting:
         sync = base in SYNC
         R = self.requests or max(1, (cap or self.clients) // len(names))
         shared = self.total_requests is not None and not sync
-        alloc = [self.total_requests // len(names) if shared else R] * len(names)
+        alloc = [self.share(taskset) if shared else R] * len(names)
         if sync and self.sync_allocation and not own:
             check(len(self.sync_allocation) == len(names), "sync_allocation", self.sync_allocation,
                   f"one number of clients per task of {taskset}")
@@ -262,13 +270,16 @@ class FedastSetting:
         return out
 
 
-#: The quick settings keep the paper's protocol (1,000 clients, 300 busy at most, R = 96, b = 3, k = 30) on MNIST and
-#: Fashion-MNIST only, Fashion-MNIST on the MLP (LeNet-5's convolutions run per client on a CPU, about 10x slower
-#: per step), Table 1's targets minus 3 points (MNIST 90 %, FMNIST 79 %) and one seed; Sync-ST's allocation is
-#: tuned over equal and 1:2 (2:1 measured slower: 122 against 112 and 108, seed 0).
+#: The quick settings keep the paper's protocol (1,000 clients, 300 busy at most, R = 96 and b = 3 or Figs. 2 and 5's
+#: shared budget, k = 30) on MNIST and Fashion-MNIST only, Fashion-MNIST on the MLP (LeNet-5's convolutions run per
+#: client on a CPU, about 10x slower per step), Table 1's targets minus 3 points (MNIST 90 %, FMNIST 79 %) and one
+#: seed; Sync-ST's allocation is tuned over equal and 1:2 (2:1 measured slower: 122 against 112 and 108, seed 0).
 _QUICK = dict(models=("fashion-mnist=mlp200",), sync_allocation=None, target_offset=-0.03, total_time=800.0,
               eval_every=2.0, seeds=1)
 _PAIR = "mnist,fashion-mnist"
+#: Sec. 4's constant budget of requests for Figs. 2 and 5 (the paper gives none for them): Fig. 7's 4 x 96, shared
+#: equally by any number of identical tasks (two: 192 and a buffer of 6; six: 64 and 2; Shakespeare's buffers 12, 4)
+SHARED = 384
 #: the setting fields that only choose which runs a grid makes
 SELECTION = ("seeds", "methods", "tasksets", "caps", "buffers")
 EXPERIMENTS = {
@@ -278,9 +289,10 @@ EXPERIMENTS = {
     # Fig. 2: identical tasks, so FedAST static (nothing to reallocate between equal tasks)
     "fedast-fig2": (FedastSetting(tasksets=("cifar10-jpeg*6",), methods=("fedast-static", "sync-st", "sync-st-nomit",
                                                                           "sync-ucb", "sync-bayes"),
-                                  sync_allocation=None, total_time=3000.0),
+                                  total_requests=SHARED, sync_allocation=None, total_time=3000.0),
                     FedastSetting(tasksets=("mnist*3",), methods=("fedast-static", "sync-st", "sync-st-nomit",
-                                                                  "sync-ucb", "sync-bayes"), **_QUICK)),
+                                                                  "sync-ucb", "sync-bayes"),
+                                  total_requests=SHARED, **_QUICK)),
     "fedast-fig3": (FedastSetting(tasksets=("cifar10-jpeg*3", "fashion-mnist*3"),
                                   methods=("fedast-static", "fedast-nobuffer"), caps=(30, 100, 300, 1000),
                                   requests=None, sync_allocation=None, stop_at_target=False, total_time=1000.0),
@@ -288,8 +300,9 @@ EXPERIMENTS = {
                                   **(_QUICK | dict(caps=(30, 100, 300, 1000), requests=None, stop_at_target=False,
                                                    total_time=100.0)))),
     "fedast-fig5": (FedastSetting(tasksets=tuple(f"{d}*{k}" for d in TASKS for k in (2, 4, 6)),
-                                  methods=("fedast-static", "sync-st"), sync_allocation=None),
-                    FedastSetting(tasksets=("mnist*2", "mnist*4"), methods=("fedast-static", "sync-st"), **_QUICK)),
+                                  methods=("fedast-static", "sync-st"), total_requests=SHARED, sync_allocation=None),
+                    FedastSetting(tasksets=("mnist*2", "mnist*4"), methods=("fedast-static", "sync-st"),
+                                  total_requests=SHARED, **_QUICK)),
     "fedast-fig8": (FedastSetting(tasksets=("fashion-mnist,cifar10-jpeg",), methods=("fedast-static",),
                                   buffers=(1, 3, 5, 10, 20), requests=175, stop_at_target=False, total_time=1000.0),
                     FedastSetting(tasksets=(_PAIR,), methods=("fedast-static",),
@@ -396,12 +409,15 @@ def run_key(run: dict) -> tuple:
 
 #: the setting fields only FedAST's runs read (how its first requests are sent, what they train from, how many)
 FEDAST_ONLY = ("cap_first", "first_wave", "total_requests")
+#: the fields a FedAST run reads only through its tasks' requests and buffers, which :func:`same_run` compares
+THROUGH_TASKS = ("total_requests",)
 
 
 def unread(key: tuple) -> tuple:
     """The setting fields the run of ``key`` (:func:`run_key`) does not read: a synchronous method's run is the same
-    under any :data:`FEDAST_ONLY` (``--reuse`` takes Sync-ST's runs of a result that differs only there)."""
-    return FEDAST_ONLY if split_method(key[1])[0] in SYNC else ()
+    under any :data:`FEDAST_ONLY` (``--reuse`` takes Sync-ST's runs of a result that differs only there); a FedAST
+    run under any :data:`THROUGH_TASKS` that leaves its tasks as they were (four tasks: 384 shared is 96 each)."""
+    return FEDAST_ONLY if split_method(key[1])[0] in SYNC else THROUGH_TASKS
 
 
 def same_run(run: dict, cfg: FedastSetting) -> bool:
@@ -496,9 +512,13 @@ def markdown(result: dict) -> str:
     cfg = result["config"]
     lines = heading(result)
     if result["quick"]:
+        quick = EXPERIMENTS[result["experiment"]][1]
         lines += ["QUICK setting (CPU): " + ", ".join(f"{k} = {_tuple(cfg[k])}" for k in
-                  ("clients", "caps", "requests", "buffers", "first_k", "target_offset", "total_time", "models")) +
+                  ("clients", "caps", "requests", "total_requests", "buffers", "first_k", "target_offset",
+                   "total_time", "models") if k in cfg) +
                   ". It keeps the protocol and shrinks the scale: not comparable with the paper's numbers.", ""]
+        if difference := paper_difference(quick, cfg, SELECTION, "quick"):
+            lines += [difference, ""]
     elif difference := paper_difference(EXPERIMENTS[result["experiment"]][0], cfg, SELECTION):
         lines += [difference, ""]
     lines += [f"Targets: Table 1's plus {cfg['target_offset']:+.2f}. Times in simulated time units "

@@ -543,16 +543,17 @@ def reduced_fields(paper, saved: dict, selection=("seeds",)) -> dict:
     return {k: v for k, v in saved.items() if k in reference and k not in selection and reference[k] != v}
 
 
-def paper_difference(paper, saved: dict, selection=("seeds",)) -> str:
+def paper_difference(paper, saved: dict, selection=("seeds",), name: str = "paper") -> str:
     """A sentence naming each field in which a saved setting (a JSON record) differs from the ``paper`` setting (a
-    dataclass), with the paper's value, fewer seeds than the paper's counted too; '' where it is the paper's."""
+    dataclass; ``name``: what to call it, e.g. "quick"), with its value, fewer seeds than its count counted too;
+    '' where it is that setting."""
     changed = reduced_fields(paper, saved, selection)
     if "seeds" in saved and saved["seeds"] < getattr(paper, "seeds", 0):
         changed["seeds"] = saved["seeds"]
     if not changed:
         return ""
-    return ("Differs from the paper setting: " + ", ".join(
-        f"{k} = {_text(v) or 'none'} (paper: {_text(getattr(paper, k)) or 'none'})" for k, v in changed.items()) + ".")
+    return (f"Differs from the {name} setting: " + ", ".join(
+        f"{k} = {_text(v) or 'none'} ({name}: {_text(getattr(paper, k)) or 'none'})" for k, v in changed.items()) + ".")
 
 
 def write_files(result: dict, out, report: Callable[[dict], str], figure: Callable[[dict], object],

@@ -4,7 +4,6 @@ the run's horizon, ``total_time``)."""
 from ..claims import (Best, Claim, Effect, Elsewhere, GeoMean, Largest, Level, Mean, Minus, Over, Probe, Range, Run,
                       Runs, Same, Saved, Tuned)
 from ..papers import fedast as paper
-from ..repro.fedast import EXPERIMENTS, parse_taskset
 
 FIG2, FIG3, FIG5, FIG7, D6 = ("fedast/fig2/fedast-fig2", "fedast/fig3/fedast-fig3", "fedast/fig5/fedast-fig5",
                               "fedast/fig7/fedast-fig7", "fedast/d6/fedast-d6")
@@ -77,18 +76,11 @@ def _growth(d: str, two: str | None = None) -> Mean:
 
 #: Fig. 5 with the first requests sent as the authors' code sends them (every task's first wave at once, regardless
 #: of the cap: ``cap_first=False``), the same runs otherwise: the quick figure; each task set at the paper's targets
-#: in :func:`_probed`
+#: in :func:`_code`. Fig. 5's tasks share 384 requests (Sec. 4's budget), more than the cap of 300 busy clients, so
+#: afl's default starts the last tasks short whatever the number of tasks.
 CODE_DISPATCH = "fedast/fig5/code-dispatch/fedast-fig5"
 _DISPATCH = ("the authors' code sends every task's first requests at once, regardless of the cap (cap_first=False); "
              "afl's default caps them, so the last tasks start short")
-#: Fig. 5 with the first wave trained as the authors' code trains it (from the model live when its event loop pops
-#: the request: ``first_wave="code"``): the quick figure; each task set at the paper's targets in :func:`_probed`
-CODE_FIRST_WAVE = "fedast/fig5/first-wave-code/fedast-fig5"
-_FIRST_WAVE = ("the authors' code trains the first requests from the model live when its event loop pops them "
-               "(first_wave=code), the paper from x^(0); its dispatch of them is afl's here: {n} first requests "
-               "(R = {r} a task) stay under the cap of {cap} busy clients, so cap_first changes nothing")
-#: Fig. 5 at the paper's setting
-_FIG5_PAPER = EXPERIMENTS["fedast-fig5"][0]
 #: Fig. 7 as the authors' code sends its first requests: the four tasks' 4 x 96 meet the cap of 300, so afl's default
 #: starts the last tasks short (a run of its own beside Fig. 7's, taking its Sync-ST runs: ``--reuse``)
 _FIG7_DISPATCH = Run("fedast-fig7", (("cap_first", False),), seeds=_SEEDS, out="results/fedast/fig7/code-dispatch")
@@ -100,30 +92,14 @@ def _fig7_probe(measure, rule) -> Probe:
                  run=_FIG7_DISPATCH)
 
 
-def _dispatch_matters(taskset: str) -> bool:
-    """Whether the cap can meet ``taskset``'s first requests at Fig. 5's paper setting (k tasks x R above the cap):
-    else the code's dispatch of them is afl's (the cap counts distinct busy clients, at most k x R at the start)."""
-    return len(parse_taskset(taskset)) * _FIG5_PAPER.requests > min(_FIG5_PAPER.caps)
-
-
-def _probed(taskset: str) -> str:
-    """The probe of ``taskset`` at the paper's targets, beside its run: the code's dispatch of the first requests
-    where the cap can meet them, else the code's first wave."""
-    return f"fedast/fig5/{taskset}/{'code-dispatch' if _dispatch_matters(taskset) else 'first-wave-code'}/fedast-fig5"
-
-
 def _code(taskset: str, measure, rule, quick_measure=None) -> Probe:
-    """The authors' code on ``taskset`` (:func:`_probed`) at the paper's targets where committed, else on the quick
-    figure; its run beside the task set's (the plan lists it while the probe of an open claim is not run)."""
-    if _dispatch_matters(taskset):
-        setting, why, quick = ("cap_first", False), _DISPATCH, CODE_DISPATCH
-    else:
-        k = len(parse_taskset(taskset))
-        setting, quick = ("first_wave", "code"), CODE_FIRST_WAVE
-        why = _FIRST_WAVE.format(n=k * _FIG5_PAPER.requests, r=_FIG5_PAPER.requests, cap=min(_FIG5_PAPER.caps))
-    run = Run("fedast-fig5", (("tasksets", (taskset,)), setting), seeds=_SEEDS,
-              out=f"results/{_probed(taskset).rpartition('/')[0]}")
-    return Probe(_probed(taskset), measure, rule, why, earlier=((quick, quick_measure or measure),), run=run)
+    """``taskset`` at the paper's targets with the code's dispatch of the first requests, where committed, else the
+    quick figure's (:data:`CODE_DISPATCH`); its run beside the task set's (the plan lists it while the probe of an
+    open claim is not run)."""
+    out = f"fedast/fig5/{taskset}/code-dispatch"
+    run = Run("fedast-fig5", (("tasksets", (taskset,)), ("cap_first", False)), seeds=_SEEDS, out=f"results/{out}")
+    return Probe(f"{out}/fedast-fig5", measure, rule, _DISPATCH, earlier=((CODE_DISPATCH, quick_measure or measure),),
+                 run=run)
 
 
 def _d6(level: str, number) -> Claim:
