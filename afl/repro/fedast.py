@@ -5,10 +5,10 @@ Protocol (Sec. 5, App. C and the authors' code, askinb/FedAST): N = 1,000 client
 (``cap``); each client holds 300 samples of every image task (Dirichlet alpha = 0.1 label skew, samples reused when
 a class runs out; Shakespeare: one speaking role each); 27 local steps at batch 32 (Shakespeare 64); a job of task
 m on a client of speed factor s lasts ``27 x (Exp(mean e_m s) + e_m s / 2)`` (:data:`afl.sim.FEDAST_MODEL_COSTS`).
-FedAST keeps R = 96 requests per task (Fig. 7's configuration); the identical tasks of Figs. 2 and 5 share Sec. 4's
-constant budget instead, Fig. 7's 4 x 96 = 384 (``total_requests``), buffers of 3 (6 for Shakespeare) scaled with each
-task's share, server lr 0.1 (NoBuffer:
-b = 1, 0.038); the synchronous methods use server lr 1 and keep the first k = 30 updates per task. A task stops once
+FedAST keeps R = 96 requests per task (Fig. 7's configuration; the identical tasks of Figs. 2 and 5 share Sec. 4's
+constant budget instead, Fig. 7's 4 x 96 = 384: ``total_requests``), buffers of 3 (6 for Shakespeare; scaled with a
+task's share of a budget), server lr 0.1 (NoBuffer: b = 1, 0.038); the synchronous methods use server lr 1 and keep
+the first k = 30 updates per task. A task stops once
 it reaches its target (Table 1); its clients go to the others. The headline number (Fig. 7) is the time until the *last*
 task reaches its target, and FedAST's gain over Sync-ST.
 
