@@ -248,3 +248,16 @@ def test_reuse_takes_fedast_runs_whose_tasks_a_budget_leaves_as_they_were():
     two = read_result(ROOT / "results/fedast/fig5/mnist*2/fedast-fig5.json", "reuse")
     per_task = fr.grid(fr.setting("fedast-fig5", False, tasksets=("mnist*2",), total_requests=None), seeds=3)
     assert {r["method"] for r in reusable_runs(two, per_task)} == {"sync-st"}
+
+
+def test_a_probes_report_and_title_name_the_fields_it_changed():
+    """A result run with a further ``--set`` says so in its report and its figure's title, against the setting it
+    ran from: the quick one (``first_wave = code``) or the paper's (``cap_first=False``); the setting itself, none."""
+    wave = read_result(ROOT / "results/fedast/fig2/first-wave-code/fedast-fig2.json", "probe")
+    assert "Differs from the quick setting: first_wave = code (quick: paper)." in fr.markdown(wave)
+    assert fr._tag(wave) == " (QUICK setting, first_wave=code)"
+    dispatch = read_result(ROOT / "results/fedast/fig5/mnist*2/code-dispatch/fedast-fig5.json", "probe")
+    assert fr._tag(dispatch) == " (cap_first=False)"
+    assert fr._tag(read_result(ROOT / "results/fedast/fig5/mnist*2/fedast-fig5.json", "run")) == ""
+    quick = read_result(ROOT / "results/fedast/fig2/fedast-fig2.json", "quick")
+    assert fr._tag(quick) == " (QUICK setting)" and "Differs from the quick" not in fr.markdown(quick)

@@ -508,6 +508,12 @@ def _final_means(result: dict) -> str:
             "aggregation that reached it")
 
 
+def _tag(result: dict) -> str:
+    """A figure title's tag: the quick setting, and the fields in which the result differs from the setting it ran
+    from (a probe's ``cap_first=False``)."""
+    return title_tag(result, EXPERIMENTS[result["experiment"]][bool(result["quick"])], SELECTION)
+
+
 def markdown(result: dict) -> str:
     cfg = result["config"]
     lines = heading(result)
@@ -684,7 +690,7 @@ def sweep_figure(result: dict):
         ax.legend(fontsize=7)
     what = ("the buffer against staleness as more clients train at once" if fig3 else
             "FedAST's gain over Sync-ST (percentages) as tasks are added")
-    fig.suptitle(f"{result['experiment']}{title_tag(result)}: {what}\n"
+    fig.suptitle(f"{result['experiment']}{_tag(result)}: {what}\n"
                  f"{result['config']['seeds']} seed(s), error bars ± one std over seeds", fontsize=10)
     fig.tight_layout()
     return fig
@@ -727,7 +733,7 @@ def buffer_figure(result: dict):
         ax.minorticks_off()
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"{result['experiment']}{title_tag(result)}: FedAST (static), "
+    fig.suptitle(f"{result['experiment']}{_tag(result)}: FedAST (static), "
                  f"R = {result['config']['requests']} requests per task; {result['config']['seeds']} seed(s), "
                  "error bars ± one std over seeds", fontsize=10)
     fig.tight_layout()
@@ -776,7 +782,7 @@ def curves_figure(result: dict):
             ax.set_axis_off()
         for j in range(len(mine[0]["tasks"]), ntask):
             axes[i][j].set_axis_off()
-    fig.suptitle(f"{result['experiment']}{title_tag(result)}: "
+    fig.suptitle(f"{result['experiment']}{_tag(result)}: "
                  f"{result['config']['clients']} clients, {result['config']['seeds']} seed(s); vertical lines: "
                  f"target reached (faint lines: other seeds)")
     fig.tight_layout()

@@ -442,9 +442,13 @@ def source_tags(result: dict, runs: list[dict]) -> str:
                              for r in runs}))
 
 
-def title_tag(result: dict) -> str:
-    """What a figure's title says about a result's setting: `` (QUICK setting)``, `` (bf16)``, both, or nothing."""
+def title_tag(result: dict, setting=None, selection=("seeds",)) -> str:
+    """What a figure's title says about a result's setting: `` (QUICK setting)``, `` (bf16)``, and each field in which
+    it differs from ``setting`` (the quick or paper setting it was run from: `` first_wave=code``), or nothing."""
     tags = ["QUICK setting"] * bool(result["quick"]) + ["bf16"] * (result["config"].get("precision") == "bf16")
+    if setting is not None:
+        tags += [f"{k}={_text(v)}" for k, v in reduced_fields(setting, result["config"], selection).items()
+                 if k != "precision"]
     return f" ({', '.join(tags)})" if tags else ""
 
 
