@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -69,7 +70,7 @@ class Job:
 
     @property
     def command(self) -> str:
-        return command(self.run) + (f" --reuse {self.reuse}" if self.reuse else "")
+        return command(self.run) + (f" --reuse {shlex.quote(self.reuse)}" if self.reuse else "")
 
     def argv(self, out: Path, device: str, root: Path | None = None) -> list[str]:
         """``afl repro`` arguments that write the job into ``out`` (``root``: the repository its ``reuse`` is in)."""
@@ -112,10 +113,13 @@ def dest(run: Run) -> str:
 
 def reusing(job: Job, results: Results) -> Job:
     """``job`` reusing the runs of a committed result that its grid would compute exactly so
-    (:func:`afl.repro.runner.reusable_runs`): the result in its folder, else the one in the folder above (a probe's
-    task set, whose runs of a method the probe does not change it takes), where that result predates no change of
-    meaning (``results/provenance.json``); ``job`` itself where there are none."""
-    for folder in (job.dest, job.dest.rpartition("/")[0]):
+    (:func:`afl.repro.runner.reusable_runs`): the result in its folder, else one in a folder within it (a reading
+    kept beside it, e.g. a former default), else the one in the folder above (a probe's task set, whose runs of a
+    method the probe does not change it takes), where that result predates no change of meaning
+    (``results/provenance.json``); ``job`` itself where there are none."""
+    here = results.root / "results" / job.dest
+    within = sorted(f"{job.dest}/{p.name}" for p in here.iterdir() if p.is_dir()) if here.is_dir() else []
+    for folder in (job.dest, *within, job.dest.rpartition("/")[0]):
         name = f"{folder}/{job.run.experiment}"
         if not results.has(name) or results.provenance.get(f"results/{name}.json", {}).get("predates"):
             continue

@@ -159,12 +159,24 @@ def test_a_fedast_task_set_that_differs_lists_its_code_probe_until_it_is_run(tmp
     assert listed() == [(f"fedast-fig5-{taskset}-{probe}", "probe not run",
                          f"afl repro fedast-fig5 --seeds 3 --set 'tasksets={taskset}' --set {setting} "
                          f"--out 'results/fedast/fig5/{taskset}/{probe}' "
-                         f"--reuse results/fedast/fig5/{taskset}/fedast-fig5.json")]
+                         f"--reuse 'results/fedast/fig5/{taskset}/fedast-fig5.json'")]
     job = next(j for j in plan.jobs(tmp_path) if claim in j.claims)
     assert job.reused == 3                                 # the task set's Sync-ST runs: the probe changes only FedAST
     # the probe's result stands in for the run of the same task set (the plan reads only that it is committed)
     commit(tmp_path, f"fedast/fig5/{taskset}/fedast-fig5", dest=f"fedast/fig5/{taskset}/{probe}/fedast-fig5")
     assert listed() == []
+
+
+def test_a_job_takes_the_runs_of_a_reading_kept_beside_its_result(tmp_path):
+    """Fashion-MNIST's two tasks under the shared budget: its Sync-ST runs are those of the result kept in the task
+    set's ``per-task-requests/`` folder (96 requests a task, afl's former default), which reads no budget."""
+    def job():
+        return next(j for j in plan.jobs(tmp_path) if j.name == "fedast-fig5-fashion-mnist*2")
+
+    assert job().reused == 0
+    commit(tmp_path, "fedast/fig5/fashion-mnist*2/per-task-requests/fedast-fig5")
+    assert (job().reuse, job().reused) == ("results/fedast/fig5/fashion-mnist*2/per-task-requests/fedast-fig5.json", 3)
+    assert job().command.endswith("--reuse 'results/fedast/fig5/fashion-mnist*2/per-task-requests/fedast-fig5.json'")
 
 
 def test_fig7_lists_the_codes_dispatch_as_a_run_of_its_own(tmp_path):
