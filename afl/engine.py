@@ -192,6 +192,7 @@ class LocalSGD:
         self.precision = precision
         self.strategy: Strategy = make_strategy(strategy, self.model.module, self.model.names, loss, device,
                                                 channels_last=precision == "bf16")
+        self.pair_lone = self.strategy.batched          # a lone client steps as a pair (:meth:`_lone`)
         self.dataset, self.batch_size, self.loss = dataset, batch_size, loss
         self.device = device
         self.augment = augment and getattr(dataset, "augment", None) is not None
@@ -224,6 +225,7 @@ class LocalSGD:
             fixed, per_client = 0, 6 * param_bytes + batch_size * (4 * outputs + recurrent)
         self.bytes_per_client = per_client
         self.chunk = max(1, int((max_bytes - fixed) // per_client))
+        self.pair_lone = self.pair_lone and self.chunk > 1      # a chunk of one has no room for the pair
         # clients of one batched step: the memory chunk, on a CPU at most what its caches hold well
         self.call_clients = self.chunk if device.type == "cuda" else min(self.chunk, CPU_CALL_CLIENTS)
         self.mix_groups = device.type == "cuda"        # a step call may hold clients of several hook groups
@@ -271,10 +273,22 @@ class LocalSGD:
             return torch.autocast(self.device.type, dtype=torch.bfloat16, cache_enabled=False)
         return contextlib.nullcontext()
 
+    def _lone(self, per_client: Tensor) -> bool:
+        """Whether a step's clients (``per_client``: a row each) are one client alone, to be paired with a copy of
+        itself: a batched strategy's kernels round a batch of one otherwise than a batch of two or more (on a CPU,
+        ``bmm`` of (1, 10, 32) by (1, 32, 200), an MLP's last weight gradient, differs from the same item beside
+        another by 3e-6), so a client stepping alone -- the 25th of 25 jobs in step calls of 24, or the client with
+        the most steps once the others of its call have finished -- would give other numbers than in company, and
+        a run's numbers would depend on the runs whose jobs shared its engine calls (a fleet's) and on where it
+        was resumed (``tests/test_engine.py``)."""
+        return self.pair_lone and len(per_client) == 1
+
     def _gradient(self, params: list[Tensor], x: Tensor, y: Tensor) -> list[Tensor]:
         """The strategy's per-client gradients, in the parameters' dtype, each its own tensor: autograd may hand
         two parameters one gradient tensor (an LSTM's ``bias_ih`` and ``bias_hh`` enter only as their sum), and
-        weight decay is then added in place to each."""
+        weight decay is then added in place to each. A lone client's from a pair of copies (:meth:`_lone`)."""
+        if self._lone(x):
+            return [g[:1] for g in self._gradient([_pair(p) for p in params], _pair(x), _pair(y))]
         with self._clients_compute():
             grads = self.strategy.gradient(params, x, y)
         out, seen = [], set()
@@ -343,7 +357,7 @@ class LocalSGD:
             x, y = self._batch(batches[:k, t], generator)
             active = [p[:k] for p in params]
             if fused:
-                self.strategy.sgd_step(active, x, y, lr[:k], None if wd is None else wd[:k])
+                self._sgd_step(active, x, y, lr[:k], None if wd is None else wd[:k])
                 continue
             grads = self._gradient(active, x, y)
             if wd is not None:
@@ -362,6 +376,16 @@ class LocalSGD:
                 else:
                     p.addcmul_(g, lr[:k].view(-1, *[1] * (p.dim() - 1)), value=-1.0)
         return torch.cat([p.reshape(len(steps), -1) for p in params], dim=1)
+
+    def _sgd_step(self, params: list[Tensor], x: Tensor, y: Tensor, lr: Tensor, wd: Tensor | None) -> None:
+        """The strategy's fused SGD step on ``params`` in place; a lone client's on a pair of copies
+        (:meth:`_lone`)."""
+        if not self._lone(x):
+            return self.strategy.sgd_step(params, x, y, lr, wd)
+        pairs = [_pair(p) for p in params]
+        self.strategy.sgd_step(pairs, _pair(x), _pair(y), _pair(lr), None if wd is None else _pair(wd))
+        for p, twin in zip(params, pairs):
+            p.copy_(twin[:1])
 
     def _correct(self, seg: _Segment, t: int, stop: int, flat_w: Tensor, d: Tensor, w0: Tensor, x: Tensor,
                  y: Tensor) -> Tensor:
@@ -582,6 +606,11 @@ class LocalSGD:
                     correct[m0:m0 + step] += (logits.argmax(-1) == y).sum(1)
         out = {"accuracy": correct / n, "loss": loss / n}
         return {k: v[0] for k, v in out.items()} if single else out
+
+
+def _pair(t: Tensor) -> Tensor:
+    """A lone client's ``(1, ...)`` tensor, twice: ``(2, ...)``."""
+    return torch.cat([t, t])
 
 
 def sgd_step_flops(module: nn.Module, sample: Tensor, batch_size: int) -> int:

@@ -318,42 +318,26 @@ def _by_queue(items: list) -> dict[int, list]:
     return groups
 
 
-def _never_alone(items: list, room: int) -> list:
-    """``items``, a lone one twice where an engine chunk has ``room`` for two. PyTorch's batched matmuls on a CPU
-    round a batch of one otherwise than a batch of two or more (``bmm`` of (1, 10, 32) by (1, 32, 200), a weight
-    gradient's sum over 32 samples, differs from the same item in a batch of two by 3e-6), so a job trained alone
-    would give other numbers than in company, and a run's numbers would depend on what it happened to share an
-    engine call with (the runs of a fleet, the point where it was resumed). An engine whose chunk holds one client
-    (memory sets it) trains every job alone: alike, and without a copy that would not fit. Callers keep the first
-    ``len(items)`` results. Evaluations go as they are: their matmuls sum over features, equal alone and in company
-    for the zoo's image models (``tests/test_fleet.py``) and for the character LSTM (measured on Shakespeare), and a
-    copy would double a lone evaluation's time (a run one by one evaluates alone: FedAST's quick race took 91 s
-    instead of 61). MIME's full gradients go as they are too: one alone equals it in company, and beside a copy it
-    did not (``tests/test_fleet.py``)."""
-    return items * 2 if len(items) == 1 and room > 1 else items
-
-
 def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
-    rows = _never_alone(jobs, engine.chunk)
-    S = max(j.steps for j in rows)
-    batches = torch.zeros(len(rows), S, *rows[0].batches.shape[1:], dtype=torch.long)
-    for i, j in enumerate(rows):
+    """Train ``jobs`` in one engine call (a lone one computes as in company: :meth:`afl.engine.LocalSGD._lone`)."""
+    S = max(j.steps for j in jobs)
+    batches = torch.zeros(len(jobs), S, *jobs[0].batches.shape[1:], dtype=torch.long)
+    for i, j in enumerate(jobs):
         batches[i, :j.steps] = j.batches
-    start = torch.stack([j.start for j in rows])
+    start = torch.stack([j.start for j in jobs])
     kinds: dict[tuple, list[int]] = {}              # jobs with equal hooks and state names share a HookGroup
-    for i, j in enumerate(rows):
+    for i, j in enumerate(jobs):
         kinds.setdefault((j.hook, tuple(sorted(j.state or {}))), []).append(i)
-    groups = [HookGroup(members, hook, {k: torch.stack([rows[i].state[k] for i in members]) for k in names})
+    groups = [HookGroup(members, hook, {k: torch.stack([jobs[i].state[k] for i in members]) for k in names})
               for (hook, names), members in kinds.items()]
     seeds = [j.seed for j in jobs if j.seed is not None]  # one seed from the jobs' own: the same call, the same masks
     seed = int(np.random.SeedSequence(seeds).generate_state(1)[0]) if seeds else None
-    out = engine.run(start, batches, [j.steps for j in rows], [j.lr for j in rows],
-                     [j.weight_decay for j in rows], groups=groups, seed=seed)
+    out = engine.run(start, batches, [j.steps for j in jobs], [j.lr for j in jobs],
+                     [j.weight_decay for j in jobs], groups=groups, seed=seed)
     for group in groups:
         for row, i in enumerate(group.rows):
             for k, s in group.state.items():
-                if i < len(jobs):                   # a lone job's copy writes nothing back
-                    jobs[i].state[k].copy_(s[row])
+                jobs[i].state[k].copy_(s[row])
     for i, j in enumerate(jobs):
         j._out = out[i].clone()         # not a view: a view would keep the whole chunk alive until its last job is read
         j.start = j.batches = None
@@ -361,6 +345,7 @@ def _train_chunk(engine: LocalSGD, jobs: list[Job]) -> None:
 
 
 def _full_gradients(requests: list[FullGradient]) -> None:
+    """One engine call for all ``requests``; a lone one equals it in company (``tests/test_fleet.py``)."""
     out = requests[0]._queue.engine.full_gradient(torch.cat([r.params for r in requests]),
                                                   [p for r in requests for p in r.parts])
     for r, g in zip(requests, out.split([len(r.parts) for r in requests])):
@@ -368,6 +353,8 @@ def _full_gradients(requests: list[FullGradient]) -> None:
 
 
 def _evaluate(evaluations: list[Evaluation]) -> None:
+    """One stack of models for all ``evaluations``: their matmuls sum over features, so a lone model tests as in
+    company (``tests/test_fleet.py``, every model of the zoo; the character LSTM measured on Shakespeare)."""
     res = evaluations[0]._queue.engine.evaluate(torch.stack([e.model for e in evaluations]))
     for e, acc, loss in zip(evaluations, res["accuracy"].tolist(), res["loss"].tolist()):
         e._out, e.model = {"accuracy": acc, "loss": loss}, None

@@ -51,6 +51,8 @@ class Strategy:
 
     name = "strategy"
     fused_update = False      # has :meth:`sgd_step`, a plain SGD step without materialized gradients
+    # one kernel call for all k clients: its rounding for k = 1 may differ from k >= 2 (afl.engine pairs a lone one)
+    batched = True
 
     def __init__(self, module: nn.Module, names: list[str], loss: Callable[[Tensor, Tensor], Tensor]):
         self.module, self.names, self.loss = module, names, loss
@@ -110,6 +112,7 @@ class VmapStrategy(Strategy):
 
 class LoopStrategy(Strategy):
     name = "loop"
+    batched = False           # a call per client: a client computes alike alone and in company
 
     def __init__(self, module, names, loss):
         super().__init__(module, names, loss)

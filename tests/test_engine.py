@@ -252,6 +252,55 @@ def test_chunking_does_not_change_results(strategy):
     torch.testing.assert_close(small.run(start, batches, steps, 0.1), whole, rtol=1e-9, atol=1e-10)
 
 
+def lstm100():
+    """Shakespeare's character LSTM with one layer (80 symbols, embedding 8, hidden 100)."""
+    return build_model("char-lstm", num_layers=1, seed=1)
+
+
+def mlp200():
+    """MNIST's MLP (784-200-200-10), wide enough that float32 kernels round a batch of one otherwise."""
+    return build_model("mlp200", num_classes=10, seed=1)
+
+
+def digits():
+    return Tiny((1, 28, 28), classes=10, dtype=torch.float32)
+
+
+def images():
+    return Tiny((3, 8, 8), dtype=torch.float32)
+
+
+def tokens():
+    return TinyTokens(n=96, T=10, vocab=80)
+
+
+@pytest.mark.parametrize("make, data, strategy, hook", [
+    (mlp200, digits, "mlp", False), (mlp200, digits, "mlp", True), (mlp200, digits, "vmap", False),
+    (lstm100, tokens, "lstm", False), (cnn, images, "vmap", False), (cnn, images, "loop", False)])
+def test_a_client_trains_to_the_same_bits_alone_and_in_company(make, data, strategy, hook):
+    """In float32, where a batched kernel rounds a batch of one otherwise: each client trained alone equals it
+    trained beside six others in step calls of three (the seventh's call holds it alone; the client with the most
+    steps of a call takes its last steps alone), so a run's numbers do not depend on the runs beside it. The models
+    have afl's sizes: a far smaller output layer (:func:`char_lstm`'s, 6 x 5) rounds its weight gradient by the
+    parity of the client's row in the batch on an AVX-512 CPU, which no pairing removes."""
+    data = data()
+    module = make().float()
+    C, S, B = 7, 5, 32
+    g = torch.Generator().manual_seed(5)
+    start = FlatModel(module).flatten() + 0.1 * torch.randn(C, FlatModel(module).size, generator=g)
+    batches = torch.randint(0, len(data.train_y), (C, S, B), generator=g)
+    steps = torch.tensor([5, 2, 3, 1, 4, 5, 2])
+
+    def momentum(n):
+        return dict(hook=heavy_ball(0.5), state={"m": torch.zeros(n, start.shape[1])}) if hook else {}
+    engine = LocalSGD(module, data, B, strategy=strategy)
+    engine.call_clients = 3
+    together = engine.run(start, batches, steps, 0.1, 0.01, **momentum(C))
+    for c in range(C):
+        alone = engine.run(start[c:c + 1], batches[c:c + 1], steps[c:c + 1], 0.1, 0.01, **momentum(1))
+        assert torch.equal(alone[0], together[c]), (strategy, c)
+
+
 def test_job_queue_is_lazy_and_equals_direct_run():
     data, module = Tiny((3, 2, 2)), mlp()
     parts = [torch.arange(i * 24, (i + 1) * 24) for i in range(4)]

@@ -481,10 +481,10 @@ def _queue_with_starts(model="mlp200", shape=(1, 28, 28), classes=10, kw=None):
 
 
 def test_a_job_and_a_full_gradient_give_the_same_numbers_alone_as_in_company():
-    """A lone job goes to the engine beside a copy of itself: on a CPU, PyTorch's batched matmuls round a batch of
-    one otherwise (an MLP's last-layer weight gradient, (10, 32) by (32, 200), moved by 3e-6), so a FedAST run
-    resumed from a checkpoint, whose first call may train one job where the run that never stopped trained two,
-    drifted from it. A lone full gradient (MIME's) goes as it is, and equals it in company."""
+    """A lone job steps as a pair of copies of itself (``afl.engine.LocalSGD._lone``): on a CPU, PyTorch's batched
+    matmuls round a batch of one otherwise (an MLP's last-layer weight gradient, (10, 32) by (32, 200), moved by
+    3e-6), so a FedAST run resumed from a checkpoint, whose first call may train one job where the run that never
+    stopped trained two, drifted from it. A lone full gradient (MIME's) goes as it is, and equals it in company."""
     queue, starts = _queue_with_starts()
     g = torch.Generator().manual_seed(2)
     batches = [torch.randint(0, 100, (5, 32), generator=g) for _ in range(2)]
