@@ -243,6 +243,21 @@ def test_fedasts_code_probe_reads_its_task_sets_run_where_committed_else_the_qui
     assert row["probe"]["afl"] == row["afl"]["text"]                      # the stand-in is the claim's own run
 
 
+def test_fedasts_fig2_probe_reads_the_figure_run_with_both_of_the_codes_readings(tmp_path):
+    """Fig. 2's probe reads the figure run with the authors' code's first requests (cap_first=False,
+    first_wave=code), which turns the quick figure's -5 % into a gain, so the difference is explained; where the
+    probe's folder held the default's runs (a stand-in) it would fail and leave the claim open."""
+    run = sb.fedast.CLAIMS[[x.id for x in sb.fedast.CLAIMS].index("fedast-fig2-faster")].probe.run
+    assert dict(run.overrides) == {"first_wave": "code", "cap_first": False} and run.out == "results/fedast/fig2/code"
+    commit(tmp_path, "fedast/fig2/fedast-fig2")
+    commit(tmp_path, "fedast/fig2/code/fedast-fig2")
+    row = _verdicts(tmp_path)["fedast-fig2-faster"]
+    assert row["status"] == c.EXPLAINED and row["probe"]["afl"].startswith("14.9 % sooner")
+    commit(tmp_path, "fedast/fig2/fedast-fig2", "fedast/fig2/code/fedast-fig2")
+    row = _verdicts(tmp_path)["fedast-fig2-faster"]
+    assert row["status"] == c.OPEN and row["probe"]["judgement"] == c.FAILS
+
+
 def test_the_baselines_beyond_the_papers_quote_their_abstracts_and_read_the_async_family():
     from afl.papers import beyond
     statements = [v for v in vars(beyond).values() if isinstance(v, c.Statement)]

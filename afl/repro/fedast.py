@@ -234,12 +234,13 @@ class FedastSetting:
         """Each task's cost factor of its client step time (:data:`afl.sim.FEDAST_MODEL_COSTS`)."""
         return [FEDAST_MODEL_COSTS[TASKS[n]["cost"]] for n in parse_taskset(taskset)]
 
-    def share(self, taskset: str) -> int | None:
-        """R_m, the requests of each of ``taskset``'s FedAST tasks: ``total_requests`` shared equally, else
-        ``requests`` (None: the cap shared equally, :meth:`tasks`)."""
-        if self.total_requests is None:
-            return self.requests
-        return self.total_requests // len(parse_taskset(taskset))
+    def share(self, taskset: str, cap: int | None = None, budget: bool = True) -> int:
+        """R_m, the requests of each of ``taskset``'s FedAST tasks: ``total_requests`` shared equally (unless not
+        ``budget``), else ``requests``, else ``cap`` (None: every client) shared equally (Fig. 3)."""
+        k = len(parse_taskset(taskset))
+        if budget and self.total_requests is not None:
+            return self.total_requests // k
+        return self.requests or max(1, (cap or self.clients) // k)
 
     def tasks(self, taskset: str, method: str, cap: int | None, buffer: int | None) -> list[FedASTTask]:
         """The tasks of one run: FedAST's (R, b, eta_s = 0.1; NoBuffer b = 1, 0.038) or the synchronous ones
@@ -247,9 +248,9 @@ class FedastSetting:
         names = parse_taskset(taskset)
         base, own = split_method(method)
         sync = base in SYNC
-        R = self.requests or max(1, (cap or self.clients) // len(names))
+        R = self.share(taskset, cap, budget=False)
         shared = self.total_requests is not None and not sync
-        alloc = [self.share(taskset) if shared else R] * len(names)
+        alloc = [self.share(taskset, cap) if shared else R] * len(names)
         if sync and self.sync_allocation and not own:
             check(len(self.sync_allocation) == len(names), "sync_allocation", self.sync_allocation,
                   f"one number of clients per task of {taskset}")
