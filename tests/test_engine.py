@@ -274,25 +274,30 @@ def tokens():
     return TinyTokens(n=96, T=10, vocab=80)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device: cuBLAS's batch of one, with recorded graphs"))])
 @pytest.mark.parametrize("make, data, strategy, hook", [
     (mlp200, digits, "mlp", False), (mlp200, digits, "mlp", True), (mlp200, digits, "vmap", False),
     (lstm100, tokens, "lstm", False), (cnn, images, "vmap", False), (cnn, images, "loop", False)])
-def test_a_client_trains_to_the_same_bits_alone_and_in_company(make, data, strategy, hook):
+def test_a_client_trains_to_the_same_bits_alone_and_in_company(make, data, strategy, hook, device):
     """In float32, where a batched kernel rounds a batch of one otherwise: each client trained alone equals it
     trained beside six others in step calls of three (the seventh's call holds it alone; the client with the most
     steps of a call takes its last steps alone), so a run's numbers do not depend on the runs beside it. The models
     have afl's sizes: a far smaller output layer (:func:`char_lstm`'s, 6 x 5) rounds its weight gradient by the
-    parity of the client's row in the batch on an AVX-512 CPU, which no pairing removes."""
+    parity of the client's row in the batch on an AVX-512 CPU, which no pairing removes. On a GPU the same, with
+    the engine's defaults there (CUDA graphs recorded per call shape, the fused LSTM cell)."""
     data = data()
     module = make().float()
+    if device == "cuda":
+        data, module = _on_cuda(data), module.cuda()
     C, S, B = 7, 5, 32
     g = torch.Generator().manual_seed(5)
-    start = FlatModel(module).flatten() + 0.1 * torch.randn(C, FlatModel(module).size, generator=g)
-    batches = torch.randint(0, len(data.train_y), (C, S, B), generator=g)
+    start = (FlatModel(module).flatten().cpu() + 0.1 * torch.randn(C, FlatModel(module).size, generator=g)).to(device)
+    batches = torch.randint(0, len(data.train_y), (C, S, B), generator=g).to(device)
     steps = torch.tensor([5, 2, 3, 1, 4, 5, 2])
 
     def momentum(n):
-        return dict(hook=heavy_ball(0.5), state={"m": torch.zeros(n, start.shape[1])}) if hook else {}
+        return dict(hook=heavy_ball(0.5), state={"m": torch.zeros(n, start.shape[1], device=device)}) if hook else {}
     engine = LocalSGD(module, data, B, strategy=strategy)
     engine.call_clients = 3
     together = engine.run(start, batches, steps, 0.1, 0.01, **momentum(C))
