@@ -154,7 +154,8 @@ CLAIMS = (
            ("mnist", "fashion-mnist", "cifar10", "shakespeare")),
     _claim("fedast-fig2-faster", paper.FIG2_FASTER, "FedAST (static) finishes the six identical CIFAR-10 tasks sooner "
            "than Sync-ST", _ABOVE, _FIG2_GAIN, FIG2, Run("fedast-fig2", seeds=_SEEDS), ("cifar10",),
-           probe=Probe("fedast/fig2/code/fedast-fig2", _FIG2_GAIN, _ABOVE, _FIG2_WHY, run=_FIG2_CODE)),
+           probe=Probe(f"{_FIG2_CODE.out.removeprefix('results/')}/fedast-fig2", _FIG2_GAIN, _ABOVE, _FIG2_WHY,
+                       run=_FIG2_CODE)),
     _claim("fedast-fig2-nomit-slowest", paper.FIG2_NOMIT, "Sync-ST without straggler mitigation takes longer than "
            "Sync-ST (first k)", Effect(None, "longer (no number)", null=1.0), GeoMean(Over(finish("sync-st-nomit"),
                                                                                           finish("sync-st"))),
