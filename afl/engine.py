@@ -192,7 +192,9 @@ class LocalSGD:
         self.precision = precision
         self.strategy: Strategy = make_strategy(strategy, self.model.module, self.model.names, loss, device,
                                                 channels_last=precision == "bf16")
-        self.pair_lone = self.strategy.batched          # a lone client steps as a pair (:meth:`_lone`)
+        # a lone client steps as a pair (:meth:`_lone`); set here for the GPU's memory measurement, whose steps
+        # ask it, and narrowed below once the chunk is known
+        self.pair_lone = self.strategy.batched
         self.dataset, self.batch_size, self.loss = dataset, batch_size, loss
         self.device = device
         self.augment = augment and getattr(dataset, "augment", None) is not None
