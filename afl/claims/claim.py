@@ -39,6 +39,11 @@ class Run:
     out: str = ""
     queue: str = ""
 
+    @property
+    def result(self) -> str:
+        """The result the run writes into ``out``: a path under ``results/`` without ``.json``, as claims name it."""
+        return f"{self.out.removeprefix('results/')}/{self.experiment}"
+
 
 @dataclass(frozen=True)
 class Probe:

@@ -100,18 +100,16 @@ _FIG2_WHY = ("the authors' code sends FedAST's first requests at once, regardles
 
 def _fig7_probe(measure, rule) -> Probe:
     """Fig. 7 at the paper's setting with the code's dispatch of the first requests (:data:`_FIG7_DISPATCH`)."""
-    return Probe(f"{_FIG7_DISPATCH.out.removeprefix('results/')}/fedast-fig7", measure, rule, _DISPATCH,
-                 run=_FIG7_DISPATCH)
+    return Probe(_FIG7_DISPATCH.result, measure, rule, _DISPATCH, run=_FIG7_DISPATCH)
 
 
 def _code(taskset: str, measure, rule, quick_measure=None) -> Probe:
     """``taskset`` at the paper's targets with the code's dispatch of the first requests, where committed, else the
     quick figure's (:data:`CODE_DISPATCH`); its run beside the task set's (the plan lists it while the probe of an
     open claim is not run)."""
-    out = f"fedast/fig5/{taskset}/code-dispatch"
-    run = Run("fedast-fig5", (("tasksets", (taskset,)), ("cap_first", False)), seeds=_SEEDS, out=f"results/{out}")
-    return Probe(f"{out}/fedast-fig5", measure, rule, _DISPATCH, earlier=((CODE_DISPATCH, quick_measure or measure),),
-                 run=run)
+    run = Run("fedast-fig5", (("tasksets", (taskset,)), ("cap_first", False)), seeds=_SEEDS,
+              out=f"results/fedast/fig5/{taskset}/code-dispatch")
+    return Probe(run.result, measure, rule, _DISPATCH, earlier=((CODE_DISPATCH, quick_measure or measure),), run=run)
 
 
 def _d6(level: str, number) -> Claim:
@@ -154,8 +152,7 @@ CLAIMS = (
            ("mnist", "fashion-mnist", "cifar10", "shakespeare")),
     _claim("fedast-fig2-faster", paper.FIG2_FASTER, "FedAST (static) finishes the six identical CIFAR-10 tasks sooner "
            "than Sync-ST", _ABOVE, _FIG2_GAIN, FIG2, Run("fedast-fig2", seeds=_SEEDS), ("cifar10",),
-           probe=Probe(f"{_FIG2_CODE.out.removeprefix('results/')}/fedast-fig2", _FIG2_GAIN, _ABOVE, _FIG2_WHY,
-                       run=_FIG2_CODE)),
+           probe=Probe(_FIG2_CODE.result, _FIG2_GAIN, _ABOVE, _FIG2_WHY, run=_FIG2_CODE)),
     _claim("fedast-fig2-nomit-slowest", paper.FIG2_NOMIT, "Sync-ST without straggler mitigation takes longer than "
            "Sync-ST (first k)", Effect(None, "longer (no number)", null=1.0), GeoMean(Over(finish("sync-st-nomit"),
                                                                                           finish("sync-st"))),

@@ -70,9 +70,9 @@ def _shakespeare_result(method: str, split: str) -> str:
 
 
 def _cifar_cnn(method: str, split: str) -> tuple[str, Run]:
-    out = f"results/ghbm/cifar10/paper/{method}-{split}"
-    return out.removeprefix("results/") + "/ghbm-table2", Run(
-        "ghbm-table2", (("splits", (split,)), ("methods", (method,)), ("eval_every", 20)), seeds=paper.SEEDS, out=out)
+    run = Run("ghbm-table2", (("splits", (split,)), ("methods", (method,)), ("eval_every", 20)), seeds=paper.SEEDS,
+              out=f"results/ghbm/cifar10/paper/{method}-{split}")
+    return run.result, run
 
 
 def _cell(table, row: str, column: str, split: str | None, result: str = "", run: Run | None = None,

@@ -79,7 +79,7 @@ def _cells(table, rows: dict, result_of, experiment: str, probed: bool = False) 
     out = []
     for row, method in rows.items():
         run = _run(experiment, method)
-        result = f"{run.out.removeprefix('results/')}/{experiment}"
+        result = run.result
         n = table[row, UPLOADS]
         measure, rule = Mean(uploads(method)), Level(n)
         out.append(Claim(f"qafel-t{experiment[-1]}-{method}-uploads", "QAFeL", n.where,
