@@ -97,14 +97,21 @@ def _read(path: str) -> str:
 
 
 def cpu_kind() -> str:
-    """This CPU's model name (from ``/proc/cpuinfo`` where there is one) and the kernels PyTorch picked for it
-    (``torch.backends.cpu.get_cpu_capability``: ``AVX512``, ``AVX2``, ...): ``"Intel(R) Xeon(R) Processor; AVX512
-    kernels"``."""
+    """This CPU's model name with its family, model and stepping (from ``/proc/cpuinfo`` where there is one: a
+    virtual machine's "AMD EPYC" names several generations, whose kernels may round differently) and the kernels
+    PyTorch picked for it (``torch.backends.cpu.get_cpu_capability``: ``AVX512``, ``AVX2``, ...): ``"AMD EPYC (family
+    25, model 17, stepping 1); AVX512 kernels"``."""
     import torch
 
-    names = [line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines()
-             if line.startswith("model name") and ":" in line]
-    return f"{names[0] if names else 'CPU model unknown'}; {torch.backends.cpu.get_cpu_capability()} kernels"
+    first: dict[str, str] = {}                     # the first processor's fields
+    for line in _read("/proc/cpuinfo").splitlines():
+        key, colon, value = line.partition(":")
+        if colon:
+            first.setdefault(key.strip(), value.strip())
+    ids = ", ".join(f"{word} {first[key]}" for word, key in (("family", "cpu family"), ("model", "model"),
+                                                             ("stepping", "stepping")) if first.get(key))
+    name = first.get("model name", "CPU model unknown") + (f" ({ids})" if ids else "")
+    return f"{name}; {torch.backends.cpu.get_cpu_capability()} kernels"
 
 
 def set_threads(n: int | None = None, load_aware: bool = False, say: bool = False) -> int:

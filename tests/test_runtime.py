@@ -113,13 +113,18 @@ def test_threads_follow_the_cores_this_process_may_use(monkeypatch):
         torch.set_num_threads(before)
 
 
-def test_the_machine_names_the_cpu_model_and_the_kernels_pytorch_picked(monkeypatch):
+def test_the_machine_names_the_cpu_model_its_generation_and_the_kernels_pytorch_picked(monkeypatch):
     import torch
 
     from afl import runtime
     kernels = torch.backends.cpu.get_cpu_capability()
     monkeypatch.setattr(runtime, "_read", lambda path: "processor\t: 0\nmodel name\t: Some CPU 9000\nflags\t: fpu")
     assert runtime.cpu_kind() == f"Some CPU 9000; {kernels} kernels"
+    two = ("processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\nstepping\t: 1\n\n"
+           "processor\t: 1\ncpu family\t: 23\nmodel\t\t: 49\nmodel name\t: AMD EPYC\nstepping\t: 0")
+    monkeypatch.setattr(runtime, "_read", lambda path: two)            # one name, the first processor's generation
+    assert runtime.cpu_kind() == f"AMD EPYC (family 25, model 17, stepping 1); {kernels} kernels"
+    assert machine_cpu_kind(machine("cpu")) == runtime.cpu_kind()
     monkeypatch.setattr(runtime, "_read", lambda path: "")             # no /proc/cpuinfo (macOS, Windows)
     assert runtime.cpu_kind() == f"CPU model unknown; {kernels} kernels"
     assert f"(CPU model unknown; {kernels} kernels), {os.cpu_count()} CPU cores" in machine("cpu")
