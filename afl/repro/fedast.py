@@ -680,7 +680,8 @@ def sweep_figure(result: dict):
                 if np.isfinite(fedast) and np.isfinite(sync):
                     ax.annotate(f"{100 * (sync - fedast) / sync:+.1f} %", (x, fedast), xytext=(7, -3),
                                 textcoords="offset points", ha="left", fontsize=8, color=method_style(
-                                    "fedast-static")["color"])
+                                    "fedast-static")["color"], bbox=dict(facecolor="white", edgecolor="none",
+                                                                         alpha=0.8, pad=0.5))   # over the line
         if fig3:
             ax.set_xscale("log")
         else:  # times from 0 (and room above), so that a gain of a few per cent does not look like a gulf
@@ -693,9 +694,9 @@ def sweep_figure(result: dict):
                xlabel=xlabel, ylabel=ylabel)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    what = ("the buffer against staleness as more clients train at once" if fig3 else
+    what = ("The buffer against staleness as more clients train at once" if fig3 else
             "FedAST's gain over Sync-ST (percentages) as tasks are added")
-    fig.suptitle(f"{result['experiment']}{_tag(result)}: {what}\n"
+    fig.suptitle(f"{result['experiment']}{_tag(result)}\n{what}\n"    # three lines: a probe's tag is long
                  f"{result['config']['seeds']} seed(s), error bars ± one std over seeds", fontsize=10)
     fig.tight_layout()
     return fig
