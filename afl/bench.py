@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
+import multiprocessing
 import os
 import time
 
@@ -23,7 +25,7 @@ from .budget import check_work
 from .data import load_dataset
 from .engine import PRECISIONS, LocalSGD, sgd_step_flops
 from .errors import check, check_choice, check_int
-from .fleet import run_in_processes
+from .fleet import Outcome, process_threads, run_in_processes
 from .jobs import JobQueue
 from .models import build_model
 from .repro import favas, ghbm, qafel
@@ -128,6 +130,32 @@ def reference_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: 
     return done / (time.perf_counter() - t0)
 
 
+def side_by_side_steps_per_s(model: str, clients: int, steps: int, device: str, root, lr: float, strategy: str,
+                             precision: str, seconds: float, barrier, part, on_outcome) -> list:
+    """In a process of :func:`afl.fleet.run_in_processes` (one ``part``, one key): the engine of
+    :func:`local_sgd_case` called over and over from the moment every process has warmed up (``barrier``) until
+    ``seconds`` have passed; reports its client-steps per second over whole calls."""
+    module, dataset, parts, batch = local_sgd_case(model, clients, resolve_device(device), root)
+    engine = LocalSGD(module, dataset, batch, strategy=strategy, precision=precision)
+    start = engine.model.flatten().to(engine.device)
+    queue = JobQueue(engine, ClientStreams(parts, batch, seed=0))
+
+    def call() -> None:
+        jobs = [queue.submit(c, start, steps, lr) for c in range(len(parts))]
+        jobs[0].result()
+        _sync(engine.device)
+    call()
+    barrier.wait()
+    done, t0 = 0, time.perf_counter()
+    while done == 0 or time.perf_counter() - t0 < seconds:
+        call()
+        done += len(parts) * steps
+    rate = done / (time.perf_counter() - t0)
+    for key in part:
+        on_outcome(Outcome(key, rate))
+    return [rate]
+
+
 def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int, lr: float,
                        repeats: int = 4, strategy: str = "auto", precision: str = "fp32",
                        cuda_graphs: bool | None = None) -> tuple[float, LocalSGD]:
@@ -176,12 +204,22 @@ def local_sgd_case(model: str, clients: int, device, root=None) -> tuple[nn.Modu
 
 def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, device: str = "cpu",
                     root: str | None = None, reference: bool = True, lr: float = 0.05,
-                    strategy: str = "auto", precision: str = "fp32", cuda_graphs: bool | None = None) -> list[dict]:
+                    strategy: str = "auto", precision: str = "fp32", cuda_graphs: bool | None = None,
+                    processes: int | None = None, seconds: float = 15.0) -> list[dict]:
     """One result dict per model (see module docstring for what is measured); ``strategy``, ``precision`` and
     ``cuda_graphs`` as in :class:`afl.engine.LocalSGD` (``"auto"``: the engine's choice for the device and model;
-    graphs: on a GPU unless ``AFL_CUDA_GRAPHS=0``). With ``precision="bf16"`` the peak is the bfloat16 matmul's."""
+    graphs: on a GPU unless ``AFL_CUDA_GRAPHS=0``). With ``precision="bf16"`` the peak is the bfloat16 matmul's.
+    ``processes``: also ``processes`` engines side by side, each in a process of its own with ``1/processes`` of
+    the threads (as ``afl repro --processes`` splits a grid), timed over the same ``seconds``
+    (:func:`side_by_side_steps_per_s`): ``processes_engine_steps_per_s`` is their sum, ``processes_speedup`` its
+    ratio to one such process with every thread, timed alike (``one_process_engine_steps_per_s``: a mean over
+    ``seconds``, where ``engine_steps_per_s`` is the best of a few calls). Where one engine's small kernels leave
+    cores idle (LeNet-5 on a CPU), the sum is the larger."""
     dev = resolve_device(device)
     clients, steps = check_int("clients", clients, 1), check_int("steps", steps, 1)
+    if processes is not None:
+        processes = check_int("processes", processes, 1)
+        check(dev.type == "cpu", "processes", processes, "engines side by side on a CPU (device cpu)")
     for name in models:
         check_choice("model", name, SETTINGS)
     check_choice("precision", precision, PRECISIONS)
@@ -207,8 +245,28 @@ def bench_local_sgd(models=tuple(SETTINGS), clients: int = 20, steps: int = 20, 
             "speedup": eng / ref if ref else None,
             "peak_gflops": peak, "flops_per_client_step": flops,
             "engine_gflops": eng * flops / 1e9, "fraction_of_peak": eng * flops / 1e9 / peak,
-        })
+        } | ({} if processes is None else _side_by_side(name, clients, steps, dev, root, lr, strategy, precision,
+                                                         processes, seconds)))
     return rows
+
+
+def _side_by_side(model: str, clients: int, steps: int, dev: torch.device, root, lr: float, strategy: str,
+                  precision: str, processes: int, seconds: float) -> dict:
+    """The fields of one process and of ``processes`` processes of engines timed side by side
+    (:func:`side_by_side_steps_per_s`)."""
+    def together(n: int) -> float:
+        barrier = multiprocessing.get_context("spawn").Barrier(n)
+        work = functools.partial(side_by_side_steps_per_s, model, clients, steps, str(dev), root, lr, strategy,
+                                 precision, seconds, barrier)
+        outcomes = run_in_processes(work, list(range(n)), n)
+        for o in outcomes:
+            if not o.ok:
+                raise o.error
+        return sum(o.value for o in outcomes)
+    one, total = together(1), together(processes)
+    return {"processes": processes, "threads_per_process": process_threads(processes),
+            "one_process_engine_steps_per_s": one, "processes_engine_steps_per_s": total,
+            "processes_speedup": total / one}
 
 
 def _graphs_used(engine: LocalSGD) -> str:

@@ -104,7 +104,8 @@ def _bench(args) -> None:
     for clients in args.clients:
         rows += bench_local_sgd(args.models, clients=clients, steps=args.steps, device=args.device,
                                 root=args.root, reference=not args.no_reference, strategy=args.strategy,
-                                precision=args.precision, cuda_graphs={"on": True, "off": False}.get(args.cuda_graphs))
+                                precision=args.precision, cuda_graphs={"on": True, "off": False}.get(args.cuda_graphs),
+                                processes=args.processes)
     if args.json:
         for row in rows:
             print(json.dumps(row))
@@ -118,6 +119,10 @@ def _bench(args) -> None:
               f"engine {r['engine_steps_per_s']:>8.0f} steps/s  speedup {spd:>6}  "
               f"{r['engine_gflops']:.1f} GFLOP/s = {100 * r['fraction_of_peak']:.0f}% of "
               f"{r['peak_gflops']:.0f} peak")
+        if "processes" in r:
+            print(f"{'':<10} {r['processes']} engines side by side, {r['threads_per_process']} thread(s) each: "
+                  f"{r['processes_engine_steps_per_s']:.0f} steps/s together, {r['processes_speedup']:.2f}x one "
+                  f"process with every thread ({r['one_process_engine_steps_per_s']:.0f}, timed alike)")
 
 
 def _demo(args) -> None:
@@ -217,7 +222,7 @@ def _plan(args) -> int:
             plan.unpack_results(Path(args.resume_from), out)
         chosen = plan.find(root, args.jobs) if args.jobs else plan.jobs(root)
         reports = plan.run(chosen, out, parse(args.time_limit), device=args.device, root=root,
-                           data_root=args.data_root, leave_to_cpu=args.leave_to_cpu)
+                           data_root=args.data_root, leave_to_cpu=args.leave_to_cpu, processes=args.processes)
         plan.write_report(reports, out / "plan-report.json")
         finished = [r for r in reports if r["state"] == "finished"]
         if finished:
@@ -345,7 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seeds", type=int, default=None, help="fleet: seeds of the grid (default: the setting's)")
     b.add_argument("--fleet-size", type=int, default=None, help="fleet: runs live at once (default: 64)")
     b.add_argument("--processes", type=int, default=None, metavar="N",
-                   help="fleet: also run the grid as N fleets in N processes (afl repro --processes)")
+                   help="fleet: also run the grid as N fleets in N processes (afl repro --processes); "
+                        "local-sgd (CPU): also time N engines side by side, each a process with 1/N of the threads")
     b.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
                    help="fleet: change one field of the grid's setting, as for afl repro (repeatable)")
     b.set_defaults(func=_bench)
@@ -449,6 +455,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run: pass over the jobs a measured CPU finishes within HOURS (a GPU's time goes to what a "
                         "CPU cannot do; run those on a CPU meanwhile)")
     q.add_argument("--data-root", default=None, metavar="DIR", help="run: data root (default: the search path)")
+    q.add_argument("--processes", type=int, default=None, metavar="N",
+                   help="run: each job's runs in N processes (afl repro --processes; the same N in the next job)")
     q.add_argument("--resume-from", default=None, metavar="TAR",
                    help="run: first unpack this archive of afl plan archive into --out")
     q.add_argument("--to", default=None, metavar="DIR", help="archive: where the archives go")

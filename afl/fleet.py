@@ -180,7 +180,7 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
     parts = [list(items[i::processes]) for i in range(processes) if items[i::processes]]
     if not parts:
         return []
-    threads = max(1, torch.get_num_threads() // len(parts))
+    threads = process_threads(len(parts))
     release_cached_gpu_memory()     # what this process's allocator keeps, the processes would find taken
     context = multiprocessing.get_context("spawn")
     outbox = context.Queue()
@@ -223,6 +223,11 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
                 worker.terminate()
             worker.join()
     return [outcomes[item] for item in items]          # a grid's items are its run keys
+
+
+def process_threads(processes: int) -> int:
+    """The PyTorch threads of each of ``processes`` processes of :func:`run_in_processes`: this process's, shared."""
+    return max(1, torch.get_num_threads() // processes)
 
 
 def release_cached_gpu_memory() -> None:
@@ -384,5 +389,5 @@ class _Raised:
     error: BaseException
 
 
-__all__ = ["DEFAULT_SIZE", "Outcome", "attempt", "run_fleet", "run_one_by_one", "run_in_processes", "chunks",
-           "ray_address", "check_ray_address", "run_on_ray"]
+__all__ = ["DEFAULT_SIZE", "Outcome", "attempt", "run_fleet", "run_one_by_one", "run_in_processes", "process_threads",
+           "chunks", "ray_address", "check_ray_address", "run_on_ray"]

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .claims import NOT_RUN, Claim, Run
-from .errors import ParameterError, check_real
+from .errors import ParameterError, check_int, check_real
 from .rates import MACHINES, Rate, load, lookup
 from .repro import EXPERIMENTS, canonical_out, estimate, trained_models
 from .repro.runner import read_result, reusable_runs, set_args
@@ -224,14 +224,19 @@ def done(job: Job, out: Path) -> bool:
 
 
 def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", root: Path | None = None,
-        data_root: str | None = None, leave_to_cpu: float | None = None, say=print) -> list[dict]:
+        data_root: str | None = None, leave_to_cpu: float | None = None, processes: int | None = None,
+        say=print) -> list[dict]:
     """Run ``chosen`` one after the other into ``out/<dest>`` within ``time_limit_s`` seconds: each as ``afl repro
     ... --time-limit <what is left>`` (every run keeps checkpoints: one stopped at the limit goes on from them); a
     job already finished in ``out`` is passed over, and with ``leave_to_cpu`` (hours) a job that a measured CPU
     finishes within that many hours (:func:`cpu_minutes`; the rates of ``root``): a GPU's time goes to what a CPU
-    cannot do, while a CPU runs those. Returns each job's report: finished, stopped at the limit (goes on from
-    ``out`` next time), or failed."""
+    cannot do, while a CPU runs those. ``processes``: each job's runs in that many processes (``afl repro
+    --processes``; on a CPU, where one engine leaves cores idle: ``afl bench local-sgd --processes``); keep the same
+    number in the next job, as a run's rounding depends on its threads. Returns each job's report: finished, stopped
+    at the limit (goes on from ``out`` next time), or failed."""
     check_real("--time-limit", time_limit_s, 0, strict_low=True)
+    if processes is not None:
+        check_int("--processes", processes, 1)
     if leave_to_cpu is not None:
         check_real("--leave-to-cpu", leave_to_cpu, 0, strict_low=True, hint="hours")
     rates = load(Path(root)) if leave_to_cpu is not None and root is not None else []
@@ -252,6 +257,8 @@ def run(chosen: list[Job], out: Path, time_limit_s: float, device: str = "cpu", 
         argv = job.argv(Path(out) / job.dest, device, root) + ["--time-limit", f"{math.floor(left)}s"]
         if data_root:
             argv += ["--root", str(data_root)]
+        if processes is not None:
+            argv += ["--processes", str(processes)]
         say(f"afl plan: {job.name}: afl {' '.join(argv)}")
         t0 = time.monotonic()
         code = run_child([sys.executable, "-m", "afl.cli", *argv])

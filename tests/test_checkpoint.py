@@ -88,6 +88,33 @@ def test_a_run_resumed_on_another_kind_of_cpu_names_each_sittings_cpu(tmp_path, 
         heading(result)[4])
 
 
+def test_a_run_resumed_on_another_number_of_threads_names_each_sittings_threads(tmp_path, monkeypatch):
+    """A kernel's sums split over another number of threads round otherwise (oneDNN's LeNet-5 weight gradient: up
+    to 3e-8 between 1 and 2 threads), as ``afl repro --processes`` changes them: a run whose sittings had unlike
+    thread counts lists them (``sitting_threads``) and its report says so; a checkpoint from before afl recorded
+    them counts as unknown, not as unlike."""
+    path = tmp_path / "run.ckpt"
+    threads = torch.get_num_threads()
+    try:
+        for counts, said in (((1, 1), None), ((2, 1), [2, 1]), ((None, 1), None)):
+            torch.set_num_threads(counts[0] or 1)
+            if counts[0] is None:                        # written by an earlier afl: no thread count in it
+                monkeypatch.setattr(base.History, "state_dict", lambda self, saved=base.History.state_dict: {
+                    k: v for k, v in saved(self).items() if k != "threads"})
+            with pytest.raises(Stop):
+                run("fedavg", checkpoint=path, checkpoint_every=0, learner_class=stopping("fedavg"))
+            monkeypatch.undo()
+            torch.set_num_threads(counts[1])
+            resumed = run("fedavg", checkpoint=path, checkpoint_every=0)
+            assert resumed["resumed_at"] == [float(STOP)] and resumed.get("sitting_threads") == said
+            if said:
+                result = {"experiment": "x", "command": "c", "machine": "m", "config": {}, "runs": [resumed]}
+                assert ("1 of them ran their sittings on unlike numbers of PyTorch threads (sitting by sitting, run by "
+                        "run: 2 then 1)") in heading(result)[4]
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: a GPU run's checkpoint is loaded onto it")
 def test_a_gpu_run_resumes_from_its_checkpoint(tmp_path):
     """Loading a checkpoint onto the GPU moves every tensor there, the CPU random generator's state too (which

@@ -66,6 +66,21 @@ def test_bench_trains_lenet5_on_fashion_mnist_at_fedasts_batch(capsys):
 
 
 @pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the MNIST mirror")
+def test_bench_times_engines_side_by_side_in_processes(capsys):
+    """--processes N: N engines, each in its own process with 1/N of the threads, timed over one window; their
+    client-steps per second add up (what afl repro --processes gains on this CPU)."""
+    from afl.bench import bench_local_sgd
+    [row] = bench_local_sgd(["mlp32"], clients=2, steps=2, reference=False, processes=2, seconds=0.5)
+    assert row["processes"] == 2 and row["threads_per_process"] == max(1, row["threads"] // 2)
+    assert row["processes_engine_steps_per_s"] > 0
+    assert row["one_process_engine_steps_per_s"] > 0
+    assert row["processes_speedup"] == pytest.approx(row["processes_engine_steps_per_s"]
+                                                     / row["one_process_engine_steps_per_s"])
+    assert main(["bench", "local-sgd", "--models", "mlp32", "--processes", "0"]) == 2
+    assert "processes=0" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not os.environ.get("AFL_DATA"), reason="AFL_DATA is not set: needs the MNIST mirror")
 def test_bench_runs_the_engine_in_bf16_and_checks_the_precision(capsys):
     argv = ["bench", "local-sgd", "--models", "mlp32", "--clients", "2", "--steps", "2", "--json", "--no-reference"]
     assert main(argv + ["--precision", "bf16"]) == 0

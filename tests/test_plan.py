@@ -315,6 +315,19 @@ def test_a_job_runs_into_its_folder_and_is_passed_over_once_finished(tmp_path, c
     assert "is finished in" in capsys.readouterr().out
 
 
+def test_a_plan_runs_each_job_in_the_processes_it_is_given(tmp_path, monkeypatch):
+    """``afl plan run --processes N`` hands ``--processes N`` to every job's ``afl repro`` (where one engine leaves a
+    CPU's cores idle), and names a count below 1 as the error."""
+    commands = []
+    monkeypatch.setattr(plan, "run_child", lambda cmd: commands.append(cmd) or 0)
+    job = plan.Job(TINY_FAVAS, ("c",), False, ("not run",))
+    plan.run([job], tmp_path, 300, root=ROOT, processes=2, say=lambda text: None)
+    plan.run([job], tmp_path, 300, root=ROOT, say=lambda text: None)
+    assert commands[0][-2:] == ["--processes", "2"] and "--processes" not in commands[1]
+    with pytest.raises(ParameterError, match="--processes=0"):
+        plan.run([job], tmp_path, 300, root=ROOT, processes=0)
+
+
 def test_a_job_stops_at_the_time_limit_and_no_job_starts_without_time(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(plan, "MIN_START_S", 5.0)
     long = plan.Job(Run("favas-table2", (("total_time", 1e6), ("splits", ("iid",)), ("methods", ("fedavg",))),

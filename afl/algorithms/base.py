@@ -16,6 +16,7 @@ from types import FunctionType
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from ..engine import LocalSGD
@@ -101,6 +102,7 @@ class History:
         self.reached_accuracy: float | None = None
         self.resumed_at: list[float] = []       # simulated times at which the run went on from a checkpoint
         self._earlier_cpus: list[str] = []      # the CPU kind of each sitting before this one (:func:`cpu_kind`)
+        self._earlier_threads: list = []        # and its PyTorch threads (None: not recorded by an earlier afl)
         self._next = 0.0
         self._rows: list[tuple[float, Evaluation, dict]] = []
         self._shown = 0.0                       # the fraction of the run the progress bar was last told
@@ -175,6 +177,7 @@ class History:
         return dict(rows=rows, next=self._next, counters=dict(self.counters), reached=self.reached,
                     reached_accuracy=self.reached_accuracy,
                     resumed_at=list(self.resumed_at), cpus=self._earlier_cpus + [cpu_kind()],
+                    threads=self._earlier_threads + [torch.get_num_threads()],
                     wall=_wall.perf_counter() - self.wall_start)
 
     def load_state_dict(self, state: dict, now: float) -> None:
@@ -189,6 +192,7 @@ class History:
         self.counters.update(state["counters"])
         self.resumed_at = state["resumed_at"] + [now]
         self._earlier_cpus = state.get("cpus", ["not recorded (an earlier afl)"] * len(self.resumed_at))
+        self._earlier_threads = state.get("threads", [None] * len(self.resumed_at))
         self.wall_start = _wall.perf_counter() - state["wall"]
         self._shown, self._done = min(now, self.total_time) / self.total_time, now
         report_progress(self._shown, resumed=True)   # a head start, not speed
@@ -206,7 +210,8 @@ class History:
         """``curve`` (every series on the grid) plus the run's totals and speed (``wall_seconds``: its compute time,
         over every sitting of a run resumed from checkpoints, whose ``resumed_at`` lists the simulated times, and
         ``sitting_cpus`` the CPU kind of each sitting where they were not all alike: the same seed rounds otherwise on
-        another kind of CPU)."""
+        another kind of CPU; ``sitting_threads`` likewise each sitting's PyTorch threads where those recorded differ:
+        a kernel's sums split over another number of threads round otherwise)."""
         series = self.series
         wall = _wall.perf_counter() - self.wall_start
         computed = self.queue.client_steps
@@ -215,6 +220,9 @@ class History:
         cpus = self._earlier_cpus + [cpu_kind()] if self.resumed_at else []
         if len(set(cpus)) > 1:
             resumed["sitting_cpus"] = cpus
+        threads = self._earlier_threads + [torch.get_num_threads()] if self.resumed_at else []
+        if len({t for t in threads if t is not None}) > 1:
+            resumed["sitting_threads"] = threads
         return {"curve": series, "final_accuracy": acc[-1] if acc else None, **self.counters,
                 "target": self.target, "target_reached_at": self.reached,
                 "target_reached_accuracy": self.reached_accuracy,

@@ -381,7 +381,7 @@ def compute_run(cfg: FedastSetting, taskset: str, method: str, cap: int | None, 
                          "final_accuracy": final, "wall_seconds": h["wall_seconds"]})
     reached = [t["reached"] for t in per_task]
     # every task's history went on from the run's checkpoint at once, on the same machines
-    midway = {k: out["tasks"][0][k] for k in ("resumed_at", "sitting_cpus") if k in out["tasks"][0]}
+    midway = {k: out["tasks"][0][k] for k in ("resumed_at", "sitting_cpus", "sitting_threads") if k in out["tasks"][0]}
     return {"taskset": taskset, "method": method, "cap": cap, "buffer": buffer, "seed": seed,
             "tasks": per_task, "time_to_all_targets": None if None in reached else max(reached),
             "allocations": allocations, "sync_rounds": rounds,

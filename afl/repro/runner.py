@@ -28,7 +28,8 @@ from ..budget import check_work
 from ..checkpoint import every_s
 from ..compress import Quantizer
 from ..errors import ParameterError, RunsFailed, check, check_choice, check_int
-from ..fleet import DEFAULT_SIZE, check_ray_address, run_fleet, run_in_processes, run_on_ray, run_one_by_one
+from ..fleet import (DEFAULT_SIZE, check_ray_address, process_threads, run_fleet, run_in_processes, run_on_ray,
+                     run_one_by_one)
 from ..results import PartialRuns, RunProgress, output_dir, rescue_dir, setting_key
 from ..runtime import cpu_kind, flush_denormals
 
@@ -349,7 +350,9 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     if ray is not None:
         how = f"as Ray tasks ({ray}), each {'a fleet' if fleet else 'one by one'}"
     elif (processes or 1) > 1:
-        how = f"in {processes} processes, each {'a fleet' if fleet else 'one by one'}"
+        threads = process_threads(min(processes, max(1, len(keys))))
+        how = (f"in {processes} processes of {threads} thread{'s' if threads != 1 else ''}, each "
+               f"{'a fleet' if fleet else 'one by one'}")
     command = ("afl repro " + grid.name + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
                + set_flags(overrides)
                + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
@@ -408,6 +411,11 @@ def heading(result: dict) -> list[str]:
     if mixed_cpus:
         how += (f"; {len(mixed_cpus)} of them ran their sittings on unlike kinds of CPU (sitting by sitting, run by "
                 "run: " + "; ".join(" then ".join(kinds) for kinds in mixed_cpus) + ")")
+    mixed_threads = [r["sitting_threads"] for r in result.get("runs", []) if r.get("sitting_threads")]
+    if mixed_threads:
+        how += (f"; {len(mixed_threads)} of them ran their sittings on unlike numbers of PyTorch threads (sitting by "
+                "sitting, run by run: " + "; ".join(" then ".join(str(t or "not recorded") for t in threads)
+                                                    for threads in mixed_threads) + ")")
     mixed = "; clients trained in bfloat16 mixed precision (precision = bf16)" if precision == "bf16" else ""
     lines = [f"# {result['experiment']}", "", f"Command: `{result['command']}`", "",
              f"Machine: {result['machine']}{how}{mixed}", ""]
