@@ -15,7 +15,7 @@ from afl.algorithms import register, run_algorithm
 from afl.algorithms.fedavg import FedAvg, FedAvgSettings
 from afl.algorithms.registry import REGISTRY, synchronous
 from afl.errors import ParameterError
-from afl.fleet import attempt, chunks, run_fleet, run_in_processes, run_one_by_one
+from afl.fleet import attempt, chunks, process_threads, run_fleet, run_in_processes, run_one_by_one
 from afl.results import RunProgress, report_progress
 from reference import RUN, TIME, federation
 
@@ -247,6 +247,22 @@ def test_processes_report_every_run_in_order_and_a_failure_alone(monkeypatch):
     assert run_in_processes(squares, [], 3) == []
     with pytest.raises(ParameterError, match="processes=0"):
         run_in_processes(squares, [1], 0)
+
+
+def threads_in_this_process(keys, on_outcome):
+    """Each run's PyTorch thread count in its process of run_in_processes (module level: picklable)."""
+    for key in keys:
+        on_outcome(attempt(key, torch.get_num_threads))
+
+
+def test_each_process_gets_its_share_of_the_threads(monkeypatch):
+    """N processes share this process's threads (at least one each): what a result's execution names, since a
+    run's rounding depends on its threads."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)          # the parent's count, as on a 4-core machine
+    assert [process_threads(n) for n in (1, 2, 3, 4, 8)] == [4, 2, 1, 1, 1]
+    monkeypatch.undo()
+    seen = run_in_processes(threads_in_this_process, [0, 1], 2)
+    assert [o.value for o in seen] == [process_threads(2)] * 2
 
 
 def broken_grid(keys, on_outcome):
