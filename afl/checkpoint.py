@@ -86,7 +86,7 @@ def boundary(checkpoint, state, where: str) -> None:
     saying ``where`` the run stopped)."""
     stop = deadline.passed()
     if checkpoint is not None and (stop or checkpoint.due()):
-        checkpoint.save(state())
+        checkpoint.save(state(), where)
     if stop:
         raise deadline.TimeLimit(f"the time limit stopped the run {where}")
 
@@ -122,12 +122,13 @@ class RunCheckpoint:
         """Whether ``every_s`` seconds have passed since the last save (or load, or start)."""
         return time.perf_counter() - self._last >= self.every_s
 
-    def save(self, state: dict) -> None:
-        """Write ``state`` with the run's identity; the file is replaced whole (a write cut off by an interruption
-        leaves the previous checkpoint)."""
+    def save(self, state: dict, where: str | None = None) -> None:
+        """Write ``state`` with the run's identity and ``where`` it is in its own time ("at simulated time 92.1",
+        "after round 120": :func:`saved_where`); the file is replaced whole (a write cut off by an interruption leaves
+        the previous checkpoint)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         part = self.path.with_name(self.path.name + ".part")
-        torch.save({"identity": self.identity, "state": state}, part)
+        torch.save({"identity": self.identity, "state": state} | ({"where": where} if where else {}), part)
         os.replace(part, self.path)
         self._last = time.perf_counter()
 
@@ -137,4 +138,17 @@ class RunCheckpoint:
         self.path.with_name(self.path.name + ".part").unlink(missing_ok=True)
 
 
-__all__ = ["EVERY_S", "every_s", "checkpointable", "safe_globals", "checkpointing", "boundary", "RunCheckpoint"]
+def saved_where(path) -> str:
+    """Where the run of the checkpoint file ``path`` was when it was saved, as :meth:`RunCheckpoint.save` wrote it
+    ("not recorded" in a checkpoint of an earlier afl, "unreadable" in a damaged file); its tensors are mapped, not
+    read."""
+    try:
+        with torch.serialization.safe_globals(safe_globals()):
+            saved = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 -- any unreadable file is reported the same way
+        return "unreadable"
+    return (saved.get("where") or "not recorded") if isinstance(saved, dict) else "unreadable"
+
+
+__all__ = ["EVERY_S", "every_s", "checkpointable", "safe_globals", "checkpointing", "boundary", "RunCheckpoint",
+           "saved_where"]

@@ -281,16 +281,23 @@ def _override(text: str) -> tuple[str, object]:
         return field, value
 
 
+#: the stopped runs a stopped command names with where each stopped (the rest it counts)
+SHOWN_CHECKPOINTS = 8
+
+
 def _interrupted(args, why: str = "interrupted") -> str:
     """What was kept when Ctrl-C (or the time limit: ``why``) stopped a command, and how to go on."""
     if getattr(args, "command", None) != "repro":
         return f"afl: {why}"
     from pathlib import Path
+    from .checkpoint import saved_where
     from .results import PartialRuns
     partial = PartialRuns(Path(args.out) / f"{args.experiment}.partial.jsonl", key="")
     checkpoints = Path(args.out) / f"{args.experiment}.checkpoints"
-    midway = len(list(checkpoints.glob("*.ckpt"))) if checkpoints.is_dir() else 0
-    stopped = f", and {midway} stopped run(s) have checkpoints in {checkpoints}" if midway else ""
+    kept = sorted(checkpoints.glob("*.ckpt")) if checkpoints.is_dir() else []
+    where = "; ".join(f"{f.stem} {saved_where(f)}" for f in kept[:SHOWN_CHECKPOINTS]) + (
+        f"; and {len(kept) - SHOWN_CHECKPOINTS} more" if len(kept) > SHOWN_CHECKPOINTS else "")
+    stopped = f", and {len(kept)} stopped run(s) have checkpoints in {checkpoints} ({where})" if kept else ""
     return (f"afl: {why}; {partial.count()} finished run(s) are saved in {partial.path}{stopped}. Run the "
             f"same command again to resume from them; add --fresh to start over.")
 

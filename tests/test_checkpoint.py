@@ -8,7 +8,7 @@ import torch
 
 import afl.algorithms.base as base
 from afl.algorithms import get, run_algorithm
-from afl.checkpoint import RunCheckpoint, every_s
+from afl.checkpoint import RunCheckpoint, every_s, saved_where
 from afl.cli import main
 from afl.errors import ParameterError, RunsFailed
 from afl.repro import ghbm as repro_ghbm
@@ -226,6 +226,19 @@ def test_ctrl_c_names_the_checkpoints_and_fresh_discards_them(tmp_path, monkeypa
     assert "resumed_at" not in run_ and not (out / "ghbm-table2.checkpoints").exists()
 
 
+def test_a_checkpoint_says_where_its_run_was_without_loading_it(tmp_path):
+    """What a stopped command names beside each kept checkpoint: where the run was saved, or that an earlier afl did
+    not record it, or that the file cannot be read."""
+    kept = RunCheckpoint(tmp_path / "a.ckpt", {"run": "a"})
+    kept.save({"w": torch.zeros(3)}, "at simulated time 92.1")
+    assert saved_where(kept.path) == "at simulated time 92.1" and kept.load()["w"].shape == (3,)
+    old = RunCheckpoint(tmp_path / "b.ckpt", {"run": "b"})
+    old.save({"w": torch.zeros(3)})
+    assert saved_where(old.path) == "not recorded"
+    (tmp_path / "c.ckpt").write_bytes(b"not a checkpoint")
+    assert saved_where(tmp_path / "c.ckpt") == "unreadable"
+
+
 def stop_at_time_limit(monkeypatch, argv: list[str], checks: int) -> None:
     """Run ``afl argv --time-limit 9m`` with the limit passing at its ``checks``-th look (the runs' rounds or
     events): the command must stop cleanly (status 3). The limit never passes afterwards."""
@@ -247,6 +260,7 @@ def test_a_time_limit_stops_cleanly_and_the_same_command_goes_on(tmp_path, monke
     stop_at_time_limit(monkeypatch, argv + ["--out", str(tmp_path / "a")], checks=3)
     err = capsys.readouterr().err
     assert "afl: the time limit is reached; 0 finished run(s)" in err and "1 stopped run(s) have checkpoints" in err
+    assert "(noniid-fedhbm-None-0 after round " in err                     # where the run stopped, read from its file
     for out in ("a", "b"):
         assert main(argv + ["--out", str(tmp_path / out)]) == 0
     resumed, whole = (json.loads((tmp_path / out / "ghbm-table2.json").read_text())["runs"][0] for out in "ab")

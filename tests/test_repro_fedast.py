@@ -2,6 +2,7 @@
 sweeps end to end on a tiny pool (with the data mirror)."""
 import json
 import os
+import re
 from dataclasses import asdict, replace
 
 import pytest
@@ -225,7 +226,10 @@ def test_a_fedast_grid_stopped_at_its_time_limit_goes_on_to_the_runs_that_never_
         x for k, v in (TINY | dict(tasksets="mnist*2", caps=12, target_offset=-0.5, seeds=None)).items()
         if v is not None for x in ("--set", f"{k}={v}")]
     stop_at_time_limit(monkeypatch, argv + ["--out", str(tmp_path / "a")], checks=40)
-    assert "2 stopped run(s) have checkpoints" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "2 stopped run(s) have checkpoints" in err
+    assert re.search(r"fedast-static-12-None-0 at simulated time [\d.]+; mnist\*2-sync-st-12-None-0 after round \d+, "
+                     r"at simulated time [\d.]+\)", err)                 # where each stopped, read from its file
     for out in "ab":
         assert main(argv + ["--out", str(tmp_path / out)]) == 0
     resumed, whole = (json.loads((tmp_path / out / "fedast-fig5.json").read_text()) for out in "ab")

@@ -213,7 +213,8 @@ def run_sync_st(feds, tasks, profile, total_time: float, eval_every: float, cap:
     while now < total_time and any(server.live):
         boundary(saving, lambda: dict(rng=rng.bit_generator.state, fcfs=fcfs.state_dict(), schedule=schedule,
                                       ucb_n=ucb_n, ucb_l=ucb_l, counts=counts, gp_x=gp_x, gp_y=gp_y, now=now,
-                                      rounds=rounds, server=server.snapshot()), f"after round {rounds}")
+                                      rounds=rounds, server=server.snapshot()),
+                 f"after round {rounds}, at simulated time {now:g}")
         sizes = split_clients(cap, server.requests, server.live, rng)
         available = rng.permutation(n)[:min(n, cap + 5)]
         if selection == "uniform":
