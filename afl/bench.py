@@ -131,7 +131,7 @@ def reference_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: 
 
 
 def side_by_side_steps_per_s(model: str, clients: int, steps: int, device: str, root, lr: float, strategy: str,
-                             precision: str, seconds: float, barrier, part, on_outcome) -> list:
+                             precision: str, seconds: float, barrier, part, on_outcome) -> list[Outcome]:
     """In a process of :func:`afl.fleet.run_in_processes` (one ``part``, one key): the engine of
     :func:`local_sgd_case` called over and over from the moment every process has warmed up (``barrier``) until
     ``seconds`` have passed; reports its client-steps per second over whole calls."""
@@ -150,10 +150,10 @@ def side_by_side_steps_per_s(model: str, clients: int, steps: int, device: str, 
     while done == 0 or time.perf_counter() - t0 < seconds:
         call()
         done += len(parts) * steps
-    rate = done / (time.perf_counter() - t0)
-    for key in part:
-        on_outcome(Outcome(key, rate))
-    return [rate]
+    outcomes = [Outcome(key, done / (time.perf_counter() - t0)) for key in part]
+    for outcome in outcomes:
+        on_outcome(outcome)
+    return outcomes
 
 
 def engine_steps_per_s(module: nn.Module, dataset, parts, steps: int, batch: int, lr: float,
@@ -258,11 +258,7 @@ def _side_by_side(model: str, clients: int, steps: int, dev: torch.device, root,
         barrier = multiprocessing.get_context("spawn").Barrier(n)
         work = functools.partial(side_by_side_steps_per_s, model, clients, steps, str(dev), root, lr, strategy,
                                  precision, seconds, barrier)
-        outcomes = run_in_processes(work, list(range(n)), n)
-        for o in outcomes:
-            if not o.ok:
-                raise o.error
-        return sum(o.value for o in outcomes)
+        return sum(o.value for o in run_in_processes(work, list(range(n)), n))   # a failure raises there
     one, total = together(1), together(processes)
     return {"processes": processes, "threads_per_process": process_threads(processes),
             "one_process_engine_steps_per_s": one, "processes_engine_steps_per_s": total,
