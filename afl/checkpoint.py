@@ -140,15 +140,31 @@ class RunCheckpoint:
 
 def saved_where(path) -> str:
     """Where the run of the checkpoint file ``path`` was when it was saved, as :meth:`RunCheckpoint.save` wrote it
-    ("not recorded" in a checkpoint of an earlier afl, "unreadable" in a damaged file); its tensors are mapped, not
-    read."""
+    ("(where not recorded)" in a checkpoint of an earlier afl, "(unreadable)" in a damaged file); its tensors are
+    mapped, not read."""
     try:
         with torch.serialization.safe_globals(safe_globals()):
             saved = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception:  # noqa: BLE001 -- any unreadable file is reported the same way
-        return "unreadable"
-    return (saved.get("where") or "not recorded") if isinstance(saved, dict) else "unreadable"
+        return "(unreadable)"
+    return (saved.get("where") or "(where not recorded)") if isinstance(saved, dict) else "(unreadable)"
+
+
+#: the kept runs :func:`kept_words` names with where each is (the rest it counts)
+SHOWN = 8
+
+
+def kept_runs(folder) -> list[tuple[str, str]]:
+    """(run, where it was saved) of each checkpoint file in ``folder`` (none if there is no such folder)."""
+    folder = Path(folder)
+    return [(f.stem, saved_where(f)) for f in sorted(folder.glob("*.ckpt"))] if folder.is_dir() else []
+
+
+def kept_words(kept: list[tuple[str, str]]) -> str:
+    """``kept`` (:func:`kept_runs`) in words: the first :data:`SHOWN` runs with where each is, the rest counted."""
+    words = "; ".join(f"{run} {where}" for run, where in kept[:SHOWN])
+    return words + (f"; and {len(kept) - SHOWN} more" if len(kept) > SHOWN else "")
 
 
 __all__ = ["EVERY_S", "every_s", "checkpointable", "safe_globals", "checkpointing", "boundary", "RunCheckpoint",
-           "saved_where"]
+           "saved_where", "kept_runs", "kept_words"]

@@ -184,6 +184,7 @@ def _report(args) -> int:
     """``afl report``: write the scoreboard from the committed results (``--check``: only say which file is stale)."""
     from pathlib import Path
     from . import scoreboard
+    from .checkpoint import kept_words
     from .repro import repo_root
     root = Path(args.root) if args.root else repo_root()
     if args.json:
@@ -204,6 +205,7 @@ def _plan(args) -> int:
     from pathlib import Path
     from . import plan
     from .deadline import parse
+    from .checkpoint import kept_words
     from .repro import repo_root
     root = Path(args.root) if args.root else repo_root()
     if args.action == "archive":
@@ -240,6 +242,9 @@ def _plan(args) -> int:
         print(f"{'HEADLINE ' if r['headline'] else ''}{r['name']}: {len(r['claims'])} claim(s) "
               f"({', '.join(sorted(set(r['why'])))}), at most {r['client_steps_at_most']:,} client steps{more}; {costs}"
               f"{'; fits the CPU in ' + str(args.cpu_hours) + ' h' if r['fits_cpu'] else ''}\n    {r['command']}")
+        if r["under_way"]:
+            print(f"    under way: {len(r['under_way'])} run(s) with checkpoints in {r['dest']} (the command goes on "
+                  f"from them: {kept_words([tuple(k) for k in r['under_way']])})")
     sources = {(m, c["rate_of"]): (c["rate"], c["measured"], c["source"]) for r in rows
                for m, c in r["minutes"].items() if c}
     print("\nrates (client-steps/s), each measured by its source:")
@@ -281,23 +286,17 @@ def _override(text: str) -> tuple[str, object]:
         return field, value
 
 
-#: the stopped runs a stopped command names with where each stopped (the rest it counts)
-SHOWN_CHECKPOINTS = 8
-
-
 def _interrupted(args, why: str = "interrupted") -> str:
     """What was kept when Ctrl-C (or the time limit: ``why``) stopped a command, and how to go on."""
     if getattr(args, "command", None) != "repro":
         return f"afl: {why}"
     from pathlib import Path
-    from .checkpoint import saved_where
+    from .checkpoint import kept_runs, kept_words
     from .results import PartialRuns
     partial = PartialRuns(Path(args.out) / f"{args.experiment}.partial.jsonl", key="")
     checkpoints = Path(args.out) / f"{args.experiment}.checkpoints"
-    kept = sorted(checkpoints.glob("*.ckpt")) if checkpoints.is_dir() else []
-    where = "; ".join(f"{f.stem} {saved_where(f)}" for f in kept[:SHOWN_CHECKPOINTS]) + (
-        f"; and {len(kept) - SHOWN_CHECKPOINTS} more" if len(kept) > SHOWN_CHECKPOINTS else "")
-    stopped = f", and {len(kept)} stopped run(s) have checkpoints in {checkpoints} ({where})" if kept else ""
+    kept = kept_runs(checkpoints)
+    stopped = f", and {len(kept)} stopped run(s) have checkpoints in {checkpoints} ({kept_words(kept)})" if kept else ""
     return (f"afl: {why}; {partial.count()} finished run(s) are saved in {partial.path}{stopped}. Run the "
             f"same command again to resume from them; add --fresh to start over.")
 

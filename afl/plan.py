@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .checkpoint import kept_runs
 from .claims import NOT_RUN, Claim, Run
 from .errors import ParameterError, check_int, check_real
 from .rates import MACHINES, Rate, load, lookup
@@ -160,9 +161,10 @@ def jobs(root: Path) -> list[Job]:
     return sorted(out, key=lambda j: (not j.headline, -len(j.claims) / max(steps[j], 1.0), order[j]))
 
 
-def row(job: Job, rates: list[Rate], cpu_hours: float) -> dict:
+def row(job: Job, rates: list[Rate], cpu_hours: float, root: Path | None = None) -> dict:
     """A job as ``afl plan --json`` prints it: its command, claims, work, minutes on each kind of machine with the
-    rate's source (None where none is measured) and whether it fits a CPU in ``cpu_hours``."""
+    rate's source (None where none is measured), whether it fits a CPU in ``cpu_hours``, and ``under_way``: its
+    runs stopped with checkpoints in its folder under ``root``'s ``results/``, with where each was."""
     work = job.work()
     minutes = {}
     for machine in MACHINES:
@@ -171,11 +173,13 @@ def row(job: Job, rates: list[Rate], cpu_hours: float) -> dict:
             "minutes": round(work.cost / rate.value / 60, 1), "rate": round(rate.value, 1),
             "rate_of": rate.key, "source": rate.source, "measured": rate.what}
     cpu = cpu_minutes(job, rates, work)
+    kept = [] if root is None else kept_runs(root / "results" / job.dest / f"{job.run.experiment}.checkpoints")
     return {"name": job.name, "command": job.command, "dest": f"results/{job.dest}", "claims": list(job.claims),
             "why": list(job.why), "headline": job.headline, "client_steps_at_most": round(work.client_steps),
             "gradients_at_most": round(work.cost),
             "runs": work.runs, "models": list(job.models()), "checkpoints": job.checkpoints(), "minutes": minutes,
-            "fits_cpu": cpu is not None and cpu <= cpu_hours * 60}
+            "fits_cpu": cpu is not None and cpu <= cpu_hours * 60,
+            "under_way": [list(k) for k in kept]}
 
 
 def cpu_minutes(job: Job, rates: list[Rate], work=None) -> float | None:
@@ -190,7 +194,7 @@ def listing(root: Path, cpu_hours: float = 24.0) -> list[dict]:
     """Every job of the plan (:func:`row`)."""
     check_real("--cpu-hours", cpu_hours, 0, strict_low=True)
     rates = load(Path(root))
-    return [row(j, rates, cpu_hours) for j in jobs(root)]
+    return [row(j, rates, cpu_hours, Path(root)) for j in jobs(root)]
 
 
 def find(root: Path, names) -> list[Job]:

@@ -234,9 +234,9 @@ def test_a_checkpoint_says_where_its_run_was_without_loading_it(tmp_path):
     assert saved_where(kept.path) == "at simulated time 92.1" and kept.load()["w"].shape == (3,)
     old = RunCheckpoint(tmp_path / "b.ckpt", {"run": "b"})
     old.save({"w": torch.zeros(3)})
-    assert saved_where(old.path) == "not recorded"
+    assert saved_where(old.path) == "(where not recorded)"
     (tmp_path / "c.ckpt").write_bytes(b"not a checkpoint")
-    assert saved_where(tmp_path / "c.ckpt") == "unreadable"
+    assert saved_where(tmp_path / "c.ckpt") == "(unreadable)"
 
 
 def stop_at_time_limit(monkeypatch, argv: list[str], checks: int) -> None:

@@ -179,6 +179,18 @@ def test_a_job_takes_the_runs_of_a_reading_kept_beside_its_result(tmp_path):
     assert job().command.endswith("--reuse 'results/fedast/fig5/fashion-mnist*2/per-task-requests/fedast-fig5.json'")
 
 
+def test_a_job_with_checkpoints_in_its_folder_is_listed_as_under_way(tmp_path):
+    """A job stopped at a time limit keeps its runs' checkpoints in its results folder: the plan names them, each with
+    where it was, so that its command is known to go on from them rather than start over."""
+    from afl.checkpoint import RunCheckpoint
+    job = next(j for j in plan.jobs(tmp_path) if j.name == "fedast-fig5-fashion-mnist*6")
+    assert plan.row(job, [], 24, tmp_path)["under_way"] == []
+    folder = tmp_path / "results" / job.dest / "fedast-fig5.checkpoints"
+    RunCheckpoint(folder / "fashion-mnist*6-fedast-static-300-None-0.ckpt", {}).save({}, "at simulated time 108")
+    assert plan.row(job, [], 24, tmp_path)["under_way"] == [["fashion-mnist*6-fedast-static-300-None-0",
+                                                              "at simulated time 108"]]
+
+
 def test_fig7_lists_the_codes_dispatch_as_a_run_of_its_own(tmp_path):
     """Fig. 7's four tasks send 4 x 96 first requests against the cap of 300: the authors' code sends them all
     (``cap_first=False``), afl's default caps them. That reading is a job of the plan of its own, beside Fig. 7's
