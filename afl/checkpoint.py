@@ -25,6 +25,7 @@ one of another run is refused, never resumed. Files are written by ``torch.save`
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import OrderedDict
@@ -130,18 +131,46 @@ class RunCheckpoint:
         part = self.path.with_name(self.path.name + ".part")
         torch.save({"identity": self.identity, "state": state} | ({"where": where} if where else {}), part)
         os.replace(part, self.path)
+        _note_where(self.path, where)
         self._last = time.perf_counter()
 
     def discard(self) -> None:
-        """Delete the file (the run has ended)."""
-        self.path.unlink(missing_ok=True)
-        self.path.with_name(self.path.name + ".part").unlink(missing_ok=True)
+        """Delete the file and its note (the run has ended)."""
+        for path in (self.path, _note(self.path)):
+            path.unlink(missing_ok=True)
+            path.with_name(path.name + ".part").unlink(missing_ok=True)
+
+
+def _note(path: Path) -> Path:
+    """The small file beside the checkpoint ``path`` that says where its run was, read without the checkpoint."""
+    return path.with_name(path.name + ".where")
+
+
+def _note_where(path: Path, where: str | None) -> None:
+    """Write ``where`` beside the checkpoint just saved at ``path``, with that file's size and modification time:
+    a note left from an earlier save (a stop between the two writes) names another file and is not believed."""
+    note = _note(path)
+    if not where:
+        note.unlink(missing_ok=True)
+        return
+    stat = path.stat()
+    part = note.with_name(note.name + ".part")
+    part.write_text(json.dumps({"where": where, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}))
+    os.replace(part, note)
 
 
 def saved_where(path) -> str:
     """Where the run of the checkpoint file ``path`` was when it was saved, as :meth:`RunCheckpoint.save` wrote it
-    ("(where not recorded)" in a checkpoint of an earlier afl, "(unreadable)" in a damaged file); its tensors are
-    mapped, not read."""
+    ("(where not recorded)" in a checkpoint of an earlier afl, "(unreadable)" in a damaged file): from the note
+    beside it where that note names this very file (milliseconds), else from the file itself (its tensors mapped,
+    not read, but its other state unpickled: seconds for a FedAST pool)."""
+    path = Path(path)
+    try:
+        note, stat = json.loads(_note(path).read_text()), path.stat()
+        if isinstance(note, dict) and (note.get("size"), note.get("mtime_ns")) == (stat.st_size, stat.st_mtime_ns):
+            return str(note["where"])
+    except (OSError, ValueError, KeyError):
+        pass                        # no note, a damaged one, or no checkpoint: the file itself says
     try:
         with torch.serialization.safe_globals(safe_globals()):
             saved = torch.load(path, map_location="cpu", weights_only=True, mmap=True)

@@ -176,8 +176,7 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
     share_devices`); processes start with ``spawn`` (safe with CUDA). ``work`` and the items must be picklable
     (a ``functools.partial`` of a module function, as for :func:`run_on_ray`).
     """
-    processes = check_int("processes", processes, 1)
-    parts = [list(items[i::processes]) for i in range(processes) if items[i::processes]]
+    parts = process_parts(items, processes)
     if not parts:
         return []
     threads = process_threads(len(parts))
@@ -223,6 +222,13 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
                 worker.terminate()
             worker.join()
     return [outcomes[item] for item in items]          # a grid's items are its run keys
+
+
+def process_parts(items: Sequence, processes: int) -> list[list]:
+    """The parts of ``items`` :func:`run_in_processes` gives its processes, one each: ``items[i::processes]``, the
+    empty ones left out (fewer items than processes: fewer processes, each with more threads)."""
+    processes = check_int("processes", processes, 1)
+    return [list(items[i::processes]) for i in range(processes) if items[i::processes]]
 
 
 def process_threads(processes: int) -> int:
@@ -389,5 +395,5 @@ class _Raised:
     error: BaseException
 
 
-__all__ = ["DEFAULT_SIZE", "Outcome", "attempt", "run_fleet", "run_one_by_one", "run_in_processes", "process_threads",
-           "chunks", "ray_address", "check_ray_address", "run_on_ray"]
+__all__ = ["DEFAULT_SIZE", "Outcome", "attempt", "run_fleet", "run_one_by_one", "run_in_processes", "process_parts",
+           "process_threads", "chunks", "ray_address", "check_ray_address", "run_on_ray"]

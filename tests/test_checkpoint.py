@@ -96,11 +96,12 @@ def test_a_run_resumed_on_another_number_of_threads_names_each_sittings_threads(
     path = tmp_path / "run.ckpt"
     threads = torch.get_num_threads()
     try:
-        for counts, said in (((1, 1), None), ((2, 1), [2, 1]), ((None, 1), None)):
+        for counts, said, written in (((1, 1), None, None), ((2, 1), [2, 1], None),
+                                      ((2, 1), [2, 1], "two lists"), ((None, 1), None, "no threads")):
             torch.set_num_threads(counts[0] or 1)
-            if counts[0] is None:                        # written by an earlier afl: no thread count in it
-                monkeypatch.setattr(base.History, "state_dict", lambda self, saved=base.History.state_dict: {
-                    k: v for k, v in saved(self).items() if k != "threads"})
+            if written:                        # an earlier afl's: CPU kinds and threads apart, or no threads at all
+                monkeypatch.setattr(base.History, "state_dict", lambda self, saved=base.History.state_dict, w=written: (
+                    earlier_afl(saved(self), w)))
             with pytest.raises(Stop):
                 run("fedavg", checkpoint=path, checkpoint_every=0, learner_class=stopping("fedavg"))
             monkeypatch.undo()
@@ -113,6 +114,14 @@ def test_a_run_resumed_on_another_number_of_threads_names_each_sittings_threads(
                         "run: 2 then 1)") in heading(result)[4]
     finally:
         torch.set_num_threads(threads)
+
+
+def earlier_afl(state: dict, written: str) -> dict:
+    """A history's checkpoint ``state`` as an earlier afl wrote it: its sittings' CPU kinds and threads as two
+    lists, or the CPU kinds alone."""
+    state = dict(state)
+    cpus, threads = zip(*state.pop("sittings"))
+    return state | {"cpus": list(cpus)} | ({"threads": list(threads)} if written == "two lists" else {})
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: a GPU run's checkpoint is loaded onto it")
@@ -178,7 +187,8 @@ def test_afl_repro_goes_on_from_a_runs_checkpoint(fleet, tmp_path, monkeypatch, 
     monkeypatch.setattr(repro_ghbm, "run_algorithm", stopped)
     with pytest.raises(RunsFailed):
         repro_ghbm.run_experiment("ghbm-table2", quick=True, out=tmp_path / "a", progress=False, fleet=fleet, **cfg)
-    assert [p.name for p in (tmp_path / "a" / "ghbm-table2.checkpoints").iterdir()] == ["noniid-fedhbm-None-0.ckpt"]
+    assert sorted(p.name for p in (tmp_path / "a" / "ghbm-table2.checkpoints").iterdir()) == [
+        "noniid-fedhbm-None-0.ckpt", "noniid-fedhbm-None-0.ckpt.where"]
     monkeypatch.setattr(repro_ghbm, "run_algorithm", real)
     for out in ("a", "b"):
         repro_ghbm.run_experiment("ghbm-table2", quick=True, out=tmp_path / out, progress=False, fleet=fleet, **cfg)
@@ -237,6 +247,29 @@ def test_a_checkpoint_says_where_its_run_was_without_loading_it(tmp_path):
     assert saved_where(old.path) == "(where not recorded)"
     (tmp_path / "c.ckpt").write_bytes(b"not a checkpoint")
     assert saved_where(tmp_path / "c.ckpt") == "(unreadable)"
+
+
+def test_where_is_read_from_the_note_beside_a_checkpoint_only_while_it_names_that_file(tmp_path, monkeypatch):
+    """A FedAST pool's checkpoint takes seconds to unpickle; the note beside it says where in milliseconds -- unless a
+    stop fell between the two writes, when the note describes the checkpoint before and the file itself is read."""
+    kept = RunCheckpoint(tmp_path / "a.ckpt", {"run": "a"})
+    kept.save({"w": torch.zeros(3)}, "after round 7")
+    note = tmp_path / "a.ckpt.where"
+    assert note.is_file() and sorted(p.name for p in tmp_path.iterdir()) == ["a.ckpt", "a.ckpt.where"]
+    with monkeypatch.context() as m:
+        m.setattr(torch, "load", lambda *a, **kw: pytest.fail("the note should have answered"))
+        assert saved_where(kept.path) == "after round 7"
+    earlier = note.read_text()
+    kept.save({"w": torch.ones(5)}, "after round 9")
+    note.write_text(earlier)                                     # the second note never written
+    assert saved_where(kept.path) == "after round 9"
+    note.write_text("{damaged")
+    assert saved_where(kept.path) == "after round 9"
+    kept.save({"w": torch.ones(5)})                              # saved without a where: no note to mislead
+    assert not note.exists() and saved_where(kept.path) == "(where not recorded)"
+    kept.save({"w": torch.ones(5)}, "after round 11")
+    kept.discard()
+    assert list(tmp_path.iterdir()) == []
 
 
 def stop_at_time_limit(monkeypatch, argv: list[str], checks: int) -> None:

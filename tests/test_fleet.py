@@ -15,7 +15,8 @@ from afl.algorithms import register, run_algorithm
 from afl.algorithms.fedavg import FedAvg, FedAvgSettings
 from afl.algorithms.registry import REGISTRY, synchronous
 from afl.errors import ParameterError
-from afl.fleet import attempt, chunks, process_threads, run_fleet, run_in_processes, run_one_by_one
+from afl.fleet import attempt, chunks, process_parts, process_threads, run_fleet, run_in_processes, run_one_by_one
+from afl.repro.runner import how_computed
 from afl.results import RunProgress, report_progress
 from reference import RUN, TIME, federation
 
@@ -263,6 +264,26 @@ def test_each_process_gets_its_share_of_the_threads(monkeypatch):
     monkeypatch.undo()
     seen = run_in_processes(threads_in_this_process, [0, 1], 2)
     assert [o.value for o in seen] == [process_threads(2)] * 2
+    alone, = run_in_processes(threads_in_this_process, [0], 2)        # one run left: one process, every thread
+    assert alone.value == process_threads(1) == torch.get_num_threads()
+
+
+def test_a_result_names_the_threads_its_processes_had(monkeypatch):
+    """What compute spread, not what was asked: 2 runs left of 6 in 4 processes run in 2 processes of half the
+    threads each; none left (all resumed), no thread count."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    said = {n: how_computed(list(range(n)), fleet=True, fleet_size=None, ray=None, processes=4) for n in (6, 2, 1, 0)}
+    assert said == {6: "in 4 processes of 1 thread, each a fleet", 2: "in 4 processes of 2 threads, each a fleet",
+                    1: "in 4 processes of 4 threads, each a fleet", 0: "in 4 processes, each a fleet"}
+    assert how_computed([0], fleet=False, fleet_size=None, ray=None, processes=None) == "one by one"
+    assert how_computed([0], fleet=True, fleet_size=8, ray=None, processes=1) == "as one fleet of at most 8 live runs"
+
+
+def test_the_parts_of_the_processes_interleave_and_none_is_empty():
+    assert process_parts(list(range(7)), 3) == [[0, 3, 6], [1, 4], [2, 5]]
+    assert process_parts([0, 1], 4) == [[0], [1]] and process_parts([], 2) == []
+    with pytest.raises(ParameterError, match="processes=0"):
+        process_parts([1], 0)
 
 
 def broken_grid(keys, on_outcome):

@@ -101,8 +101,7 @@ class History:
         self.reached: float | None = None
         self.reached_accuracy: float | None = None
         self.resumed_at: list[float] = []       # simulated times at which the run went on from a checkpoint
-        self._earlier_cpus: list[str] = []      # the CPU kind of each sitting before this one (:func:`cpu_kind`)
-        self._earlier_threads: list = []        # and its PyTorch threads (None: not recorded by an earlier afl)
+        self._earlier: list[tuple] = []         # (CPU kind, PyTorch threads) of each sitting before this one
         self._next = 0.0
         self._rows: list[tuple[float, Evaluation, dict]] = []
         self._shown = 0.0                       # the fraction of the run the progress bar was last told
@@ -176,8 +175,7 @@ class History:
         rows = [(t, e.value() if e.done else e.model, row) for t, e, row in self._rows]
         return dict(rows=rows, next=self._next, counters=dict(self.counters), reached=self.reached,
                     reached_accuracy=self.reached_accuracy,
-                    resumed_at=list(self.resumed_at), cpus=self._earlier_cpus + [cpu_kind()],
-                    threads=self._earlier_threads + [torch.get_num_threads()],
+                    resumed_at=list(self.resumed_at), sittings=[list(s) for s in self._sittings()],
                     wall=_wall.perf_counter() - self.wall_start)
 
     def load_state_dict(self, state: dict, now: float) -> None:
@@ -191,11 +189,14 @@ class History:
               "start the run over with --fresh)")
         self.counters.update(state["counters"])
         self.resumed_at = state["resumed_at"] + [now]
-        self._earlier_cpus = state.get("cpus", ["not recorded (an earlier afl)"] * len(self.resumed_at))
-        self._earlier_threads = state.get("threads", [None] * len(self.resumed_at))
+        self._earlier = _sittings_of(state, len(self.resumed_at))
         self.wall_start = _wall.perf_counter() - state["wall"]
         self._shown, self._done = min(now, self.total_time) / self.total_time, now
         report_progress(self._shown, resumed=True)   # a head start, not speed
+
+    def _sittings(self) -> list[tuple]:
+        """(CPU kind, PyTorch threads) of every sitting of the run, this one last."""
+        return self._earlier + [(cpu_kind(), torch.get_num_threads())]
 
     @property
     def series(self) -> dict[str, list]:
@@ -217,10 +218,10 @@ class History:
         computed = self.queue.client_steps
         acc = series.get("accuracy", [])
         resumed = {"resumed_at": self.resumed_at} if self.resumed_at else {}
-        cpus = self._earlier_cpus + [cpu_kind()] if self.resumed_at else []
+        sittings = self._sittings() if self.resumed_at else []
+        cpus, threads = [c for c, _ in sittings], [t for _, t in sittings]
         if len(set(cpus)) > 1:
             resumed["sitting_cpus"] = cpus
-        threads = self._earlier_threads + [torch.get_num_threads()] if self.resumed_at else []
         if len({t for t in threads if t is not None}) > 1:
             resumed["sitting_threads"] = threads
         return {"curve": series, "final_accuracy": acc[-1] if acc else None, **self.counters,
@@ -228,6 +229,16 @@ class History:
                 "target_reached_accuracy": self.reached_accuracy,
                 "computed_client_steps": computed, "wall_seconds": wall,
                 "client_steps_per_s": computed / wall if wall > 0 else None, **resumed}
+
+
+def _sittings_of(state: dict, count: int) -> list[tuple]:
+    """(CPU kind, PyTorch threads) of each of the ``count`` sittings recorded in a checkpoint's history: as afl records
+    them now, or from an earlier afl's two lists (its threads unknown, None, before it recorded them; its CPU kind
+    'not recorded' before that)."""
+    if "sittings" in state:
+        return [tuple(s) for s in state["sittings"]]
+    cpus = state.get("cpus", ["not recorded (an earlier afl)"] * count)
+    return list(zip(cpus, state.get("threads", [None] * count)))
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from ..budget import check_work
 from ..checkpoint import every_s
 from ..compress import Quantizer
 from ..errors import ParameterError, RunsFailed, check, check_choice, check_int
-from ..fleet import (DEFAULT_SIZE, check_ray_address, process_threads, run_fleet, run_in_processes, run_on_ray,
-                     run_one_by_one)
+from ..fleet import (DEFAULT_SIZE, check_ray_address, process_parts, process_threads, run_fleet, run_in_processes,
+                     run_on_ray, run_one_by_one)
 from ..results import PartialRuns, RunProgress, output_dir, rescue_dir, setting_key
 from ..runtime import cpu_kind, flush_denormals
 
@@ -346,13 +346,8 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
     if checkpoints.is_dir() and not any(checkpoints.iterdir()):
         checkpoints.rmdir()
     keys = {grid.key_of(r) for r in runs}
-    how = "one by one" if not fleet else f"as one fleet of at most {fleet_size or DEFAULT_SIZE} live runs"
-    if ray is not None:
-        how = f"as Ray tasks ({ray}), each {'a fleet' if fleet else 'one by one'}"
-    elif (processes or 1) > 1:
-        threads = process_threads(min(processes, max(1, len(keys))))
-        how = (f"in {processes} processes of {threads} thread{'s' if threads != 1 else ''}, each "
-               f"{'a fleet' if fleet else 'one by one'}")
+    how = how_computed([k for k in grid.keys if k not in have], fleet=fleet, fleet_size=fleet_size, ray=ray,
+                       processes=processes)
     command = ("afl repro " + grid.name + (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds else "")
                + set_flags(overrides)
                + "".join(f" --reuse {p}" for p in reuse) + (" --no-fleet" if not fleet else "")
@@ -366,6 +361,21 @@ def execute(grid: Grid, *, out, quick: bool, seeds: int | None = None, fresh: bo
               "reused_runs": len({grid.key_of(r) for r in reused} & keys),
               "config": asdict(grid.cfg)}
     return Execution([{k: v for k, v in r.items() if k != "setting_key"} for r in runs], partial, record, lock)
+
+
+def how_computed(todo: list, *, fleet: bool, fleet_size: int | None, ray: str | None, processes: int | None) -> str:
+    """How :func:`compute` spreads the runs ``todo`` (those not resumed or reused), in a result's words: its
+    processes' threads as :func:`~afl.fleet.run_in_processes` shares them (fewer runs than processes: fewer
+    processes, more threads each), since a run's rounding depends on them."""
+    each = "a fleet" if fleet else "one by one"
+    if ray is not None:
+        return f"as Ray tasks ({ray}), each {each}"
+    if (processes or 1) > 1:
+        parts = process_parts(todo, processes)
+        threads = process_threads(len(parts)) if parts else None
+        return (f"in {processes} processes" + (f" of {threads} thread{'s' if threads != 1 else ''}" if threads
+                                                 else "") + f", each {each}")
+    return f"as one fleet of at most {fleet_size or DEFAULT_SIZE} live runs" if fleet else "one by one"
 
 
 def set_args(overrides: dict | None) -> list[str]:
@@ -502,7 +512,8 @@ def machine_cpu_kind(words: str) -> str | None:
 
 
 __all__ = ["MAX_SEEDS", "Grid", "compute", "run_tasks", "settings_record", "same_settings", "reusable_runs",
-           "Execution", "execute", "set_args", "set_flags", "stop_if_estimating", "machine", "machine_cpu_kind",
+           "Execution", "execute", "how_computed", "set_args", "set_flags", "stop_if_estimating", "machine",
+           "machine_cpu_kind",
            "afl_commit", "heading", "run_sources", "source_tags", "saved_config", "paper_difference",
            "reduced_fields", "title_tag", "with_overrides"]
 
