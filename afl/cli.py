@@ -481,6 +481,11 @@ def main(argv=None) -> int:
     except ValueError as err:          # bad input: say what and why, no traceback
         print(f"afl: error: {err}", file=sys.stderr)
         return 2
+    except deadline.Overrun:           # still computing past the limit and its grace: stopped at once
+        print("\n" + _interrupted(args, f"a run had not reached its next round or event {deadline.grace_s():g} s past "
+                                         "the time limit, so the command stopped at once (each run goes on from its "
+                                         "last checkpoint)"), file=sys.stderr)
+        return 3
     except TimeLimit:                  # --time-limit (or a first Ctrl-C, SIGTERM): stopped cleanly, to go on later
         signum = deadline.stopped_by()
         if signum is not None:

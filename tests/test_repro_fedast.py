@@ -199,7 +199,7 @@ def test_a_time_limit_inside_the_runs_and_the_same_grid_goes_on_from_their_check
     monkeypatch.setattr(base, "cpu_kind", lambda: "A")                 # the first sitting's kind of CPU
     with pytest.raises(deadline.TimeLimit):
         fr.run_experiment("fedast-fig3", out=tmp_path / "a", **kw)
-    kept = list((tmp_path / "a" / "fedast-fig3.checkpoints").iterdir())
+    kept = list((tmp_path / "a" / "fedast-fig3.checkpoints").glob("*.ckpt"))
     assert len(kept) == 1
     monkeypatch.setattr(deadline, "passed", lambda: False)
     monkeypatch.setattr(base, "cpu_kind", lambda: "B")                 # the rest on another

@@ -223,7 +223,7 @@ def test_a_time_limit_inside_the_runs_and_the_same_command_goes_on_from_their_ch
         [] if fleet else ["--no-fleet"])
     stop_at_time_limit(monkeypatch, argv + ["--out", str(tmp_path / "a")], checks=40)
     assert "stopped run(s) have checkpoints" in capsys.readouterr().err
-    kept = sorted(p.name for p in (tmp_path / "a" / "qafel-table1.checkpoints").iterdir())
+    kept = sorted(p.name for p in (tmp_path / "a" / "qafel-table1.checkpoints").glob("*.ckpt"))
     # in a fleet every live run goes on to its own next event and saves there; one by one, the second never began
     assert kept == (["None-fedbuff-0.ckpt", "None-qafel_c4_s4-0.ckpt"] if fleet else ["None-fedbuff-0.ckpt"])
     for out in ("a", "b"):
@@ -262,7 +262,7 @@ def test_a_first_signal_stops_every_run_at_its_next_event_with_its_checkpoint(tm
     finally:
         deadline.clear()
     assert "stopped by SIGTERM at every run's next round or event" in capsys.readouterr().err
-    assert [p.name for p in (tmp_path / "qafel-table1.checkpoints").iterdir()] == ["None-fedbuff-0.ckpt"]
+    assert [p.name for p in (tmp_path / "qafel-table1.checkpoints").glob("*.ckpt")] == ["None-fedbuff-0.ckpt"]
     assert signal.getsignal(signal.SIGTERM) is before                     # the command put it back
     monkeypatch.setattr(schedule.ClientClock, "server_step", real)
     assert main(argv) == 0

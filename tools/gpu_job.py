@@ -212,6 +212,9 @@ def fleet(out: Path, seconds: float, cpu: bool) -> None:
             log(f"bench fleet: {line}")
 
 
+#: seconds a plan's run still computing past its limit is given before it stops at once (``AFL_TIME_LIMIT_GRACE``)
+PLAN_GRACE_S = 30.0
+
 #: GHBM's CIFAR-10 protocol for the end-to-end rate: the headline's five methods as one fleet, 200 rounds
 GHBM_RATE = {"splits": "noniid", "methods": "fedavg,fedcm,ghbm,localghbm,fedhbm", "rounds": 200, "eval_every": 20}
 #: what ``--cpu-test`` changes of it (a tiny run)
@@ -276,14 +279,15 @@ def main(argv=None) -> int:
         ghbm_rate(out, args.rate_minutes * 60, args.cpu_test)
     if "plan" in args.skip:
         return 0
-    left = (t_end - time.monotonic()) / 60 - 0.5           # half a minute to archive
+    # half a minute to archive, and the grace a run still computing past the limit is given (afl.deadline)
+    left = (t_end - time.monotonic()) / 60 - 0.5 - PLAN_GRACE_S / 60
     work = Path(args.work or out / "plan")
     log(f"plan: {left:.1f} minutes left")
     run = [sys.executable, "-m", "afl.cli", "plan", "run", *args.jobs, "--time-limit", f"{max(left, 0.1):.2f}m",
            "--out", str(work), "--device", "cpu" if args.cpu_test else "cuda"]
     if not args.cpu_test:
         run += ["--leave-to-cpu", str(args.leave_to_cpu)]
-    code = subprocess.run(run, cwd=REPO).returncode
+    code = subprocess.run(run, cwd=REPO, env=os.environ | {"AFL_TIME_LIMIT_GRACE": str(PLAN_GRACE_S)}).returncode
     limits = [a for flag, v in (("--max-file-mb", args.max_file_mb), ("--max-files", args.max_files),
                                 ("--max-total-mb", args.max_total_mb)) if v is not None for a in (flag, v)]
     subprocess.run([sys.executable, "-m", "afl.cli", "plan", "archive", "--out", str(work), "--to", str(out),
