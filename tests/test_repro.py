@@ -95,7 +95,7 @@ def test_a_favas_run_stopped_midway_goes_on_from_its_checkpoint(tmp_path, monkey
     monkeypatch.setattr(deadline, "passed", lambda calls=iter(range(10 ** 6)): next(calls) >= 8)   # of 15 events
     with pytest.raises(deadline.TimeLimit):
         fr.compute_run(cfg, "favas", "noniid_2of3_fast", 0, dataset=data, checkpoints=tmp_path)
-    assert [p.name for p in tmp_path.iterdir()] == ["noniid_2of3_fast-favas-0.ckpt"]
+    assert [p.name for p in tmp_path.glob("*.ckpt")] == ["noniid_2of3_fast-favas-0.ckpt"]
     monkeypatch.setattr(deadline, "passed", lambda: False)
     resumed = fr.compute_run(cfg, "favas", "noniid_2of3_fast", 0, dataset=data, checkpoints=tmp_path)
     assert resumed.pop("resumed_at") and resumed["curve"] == whole["curve"]
