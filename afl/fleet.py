@@ -175,6 +175,10 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
     ``1/processes`` of this process's PyTorch threads and of a GPU's free memory (:func:`afl.runtime.
     share_devices`); processes start with ``spawn`` (safe with CUDA). ``work`` and the items must be picklable
     (a ``functools.partial`` of a module function, as for :func:`run_on_ray`).
+
+    At the command's time limit (which the processes share, :mod:`afl.deadline`) every process is heard to its end,
+    each run that finishes meanwhile reported, before :class:`~afl.deadline.TimeLimit` is raised; a signal that ended
+    the limit here is passed on to them. An error, or a second Ctrl-C, ends them at once.
     """
     parts = process_parts(items, processes)
     if not parts:
@@ -185,24 +189,33 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
     outbox = context.Queue()
     # one process per part, not a pool: a pool's first worker may take every part before the others start, and
     # then trains them one after another on its 1/N of the threads
-    workers = [context.Process(target=_run_part, args=(outbox, threads, len(parts), work, part, os.getpid()),
+    workers = [context.Process(target=_run_part, args=(outbox, threads, len(parts), work, part, os.getpid(), i),
                                daemon=True)
-               for part in parts]
+               for i, part in enumerate(parts)]
     for worker in workers:
         worker.start()
+    part_of = {key: i for i, part in enumerate(parts) for key in part}
     outcomes: dict = {}
-    told = False
+    left = [len(part) for part in parts]      # runs of each part not yet reported
+    stopped: set[int] = set()                 # the parts whose process stopped at the time limit
+    told, done = False, False
     try:
-        while len(outcomes) < len(items):
-            if deadline.passed() and not told:  # a signal sent to this process alone: the processes stop as it does
+        while True:
+            busy = [i for i in range(len(parts)) if left[i] and i not in stopped]
+            if not busy:
+                break
+            if deadline.stopped_by() is not None and not told:   # a signal sent to this process alone
                 told = True
-                for worker in workers:
-                    if worker.is_alive():
-                        os.kill(worker.pid, signal.SIGTERM)
+                for i in busy:
+                    if workers[i].is_alive():
+                        os.kill(workers[i].pid, signal.SIGTERM)
+            ended = [i for i in busy if workers[i].exitcode is not None]    # before the read: its messages are in
             try:
                 message = outbox.get(timeout=0.5)
             except queues.Empty:
-                if any(w.exitcode for w in workers) or all(w.exitcode == 0 for w in workers):
+                if told and all(workers[i].exitcode == -signal.SIGTERM for i in ended):
+                    stopped.update(ended)               # stopped while it started: its runs are where they were
+                elif ended:
                     raise RuntimeError("run_in_processes: a process ended before its runs did (exit codes "
                                        f"{[w.exitcode for w in workers]}; a crash, or memory ran out)") from None
                 continue
@@ -211,16 +224,20 @@ def run_in_processes(work: Callable[..., list], items: Sequence, processes: int,
             elif isinstance(message, _Failure):
                 raise RuntimeError(f"run_in_processes: a process failed outside its runs:\n{message.text}")
             elif isinstance(message, _Stopped):
-                raise TimeLimit("the time limit stopped a process of the grid")
+                stopped.add(message.part)
             else:
                 outcomes[message.key] = message
+                left[part_of[message.key]] -= 1
                 if on_outcome is not None:
                     on_outcome(message)
+        done = True
     finally:
         for worker in workers:
-            if worker.is_alive() and len(outcomes) < len(items):
-                worker.terminate()
+            if not done:            # an error, or a second Ctrl-C: at once (the time limit waited for every process)
+                worker.kill()
             worker.join()
+    if stopped:
+        raise TimeLimit("the time limit stopped the grid's processes")
     return [outcomes[item] for item in items]          # a grid's items are its run keys
 
 
@@ -270,7 +287,10 @@ class _Failure:
 
 @dataclass(frozen=True)
 class _Stopped:
-    """A process of :func:`run_in_processes` stopped at the command's time limit (:mod:`afl.deadline`)."""
+    """The process of :func:`run_in_processes` given ``part`` stopped at the command's time limit
+    (:mod:`afl.deadline`)."""
+
+    part: int
 
 
 def _orphan_watch(parent: int, every_s: float = 1.0) -> None:
@@ -284,11 +304,10 @@ def _orphan_watch(parent: int, every_s: float = 1.0) -> None:
     threading.Thread(target=watch_parent, daemon=True, name="afl-orphan-watch").start()
 
 
-def _run_part(outbox, threads: int, processes: int, work, part, parent: int | None = None) -> None:
+def _run_part(outbox, threads: int, processes: int, work, part, parent: int, index: int) -> None:
     global _outbox
     _outbox = outbox
-    if parent is not None:
-        _orphan_watch(parent)
+    _orphan_watch(parent)
     torch.set_num_threads(threads)
     share_devices(processes)
     watch(_Progress)
@@ -296,7 +315,7 @@ def _run_part(outbox, threads: int, processes: int, work, part, parent: int | No
         with deadline.stop_on_signals(again_stops=False):   # the parent stops it for good
             work(part, on_outcome=outbox.put)
     except TimeLimit:                     # the command's time limit: the parent stops, its finished runs saved
-        outbox.put(_Stopped())
+        outbox.put(_Stopped(index))
     except BaseException:  # noqa: BLE001 -- reported to the parent, which raises it
         outbox.put(_Failure(traceback.format_exc()))
 

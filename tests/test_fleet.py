@@ -5,12 +5,15 @@ ReLU differently from the one-by-one runs and the curves agree to 1e-9.
 """
 import io
 import os
+import signal
+import time
 from dataclasses import dataclass
 
 import pytest
 import torch
 
 import afl.jobs
+from afl import deadline
 from afl.algorithms import register, run_algorithm
 from afl.algorithms.fedavg import FedAvg, FedAvgSettings
 from afl.algorithms.registry import REGISTRY, synchronous
@@ -294,6 +297,43 @@ def dying_grid(keys, on_outcome):
     if keys == [1]:
         os._exit(3)                                  # as a process killed for memory: no outcome, no traceback
     squares(keys, on_outcome)
+
+
+def stopping_grid(keys, on_outcome):
+    """Process 0's run stops at the time limit; process 1's ends past it, with many progress reports on the way, as
+    a run that was in its last round (module level: picklable)."""
+    while not deadline.passed():
+        time.sleep(0.01)
+    if keys == [0]:
+        raise deadline.TimeLimit("the time limit stopped run 0")
+    time.sleep(1.0)                                  # after process 0 has told the parent that it stopped
+
+    def last_round():
+        for step in range(20_000):                   # more than a pipe holds: the parent must go on reading
+            report_progress(step / 20_000)
+        return "finished"
+    on_outcome(attempt(1, last_round))
+
+
+def test_a_run_that_ends_after_another_process_stopped_is_kept(monkeypatch):
+    """At the time limit every process is heard to its end: a run finishing in one process after another has
+    stopped is reported (not lost), and the parent neither waits on a process blocked on its unread reports nor
+    raises before all have stopped."""
+    def hung(signum, frame):
+        raise AssertionError("run_in_processes still waiting 60 s after its time limit")
+    monkeypatch.setenv(deadline.ENV, "")
+    seen = []
+    previous = signal.signal(signal.SIGALRM, hung)
+    try:
+        deadline.start(1.0)
+        signal.setitimer(signal.ITIMER_REAL, 60.0)
+        with pytest.raises(deadline.TimeLimit):
+            run_in_processes(stopping_grid, [0, 1], 2, on_outcome=seen.append)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        deadline.clear()
+    assert [(o.key, o.value) for o in seen] == [(1, "finished")]
 
 
 def test_a_process_that_fails_outside_its_runs_raises_in_the_parent():
