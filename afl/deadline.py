@@ -64,9 +64,20 @@ def parse(text) -> float:
 
 def start(seconds: float) -> float:
     """Set the limit ``seconds`` from now, for this process and those it starts; returns it (epoch seconds)."""
+    return start_at(time.time() + seconds)
+
+
+def start_at(epoch: float) -> float:
+    """Set the limit at ``epoch`` (seconds since the epoch), for this process and those it starts: a limit handed to
+    a process that did not inherit it (a Ray worker on another machine); returns it."""
     global _deadline
-    _deadline = time.time() + seconds
+    _deadline = epoch
     os.environ[ENV] = repr(_deadline)
+    return _deadline
+
+
+def limit() -> float | None:
+    """The command's time limit in seconds since the epoch, None without one."""
     return _deadline
 
 
@@ -144,5 +155,5 @@ def check() -> None:
         raise TimeLimit("the command's time limit is reached")
 
 
-__all__ = ["GRACE_S", "grace_s", "TimeLimit", "Overrun", "ENV", "parse", "start", "clear", "expire", "stopped_by",
+__all__ = ["GRACE_S", "grace_s", "TimeLimit", "Overrun", "ENV", "parse", "start", "start_at", "limit", "clear", "expire", "stopped_by",
            "stop_on_signals", "passed", "check"]

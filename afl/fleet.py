@@ -287,8 +287,8 @@ class _Failure:
 
 @dataclass(frozen=True)
 class _Stopped:
-    """The process of :func:`run_in_processes` given ``part`` stopped at the command's time limit
-    (:mod:`afl.deadline`)."""
+    """The process of :func:`run_in_processes` (or Ray task of :func:`run_on_ray`) given ``part`` stopped at the
+    command's time limit (:mod:`afl.deadline`)."""
 
     part: int
 
@@ -335,7 +335,8 @@ def run_on_ray(work: Callable[..., list], items: Sequence, *, fleets: int | None
     """``work(chunk, on_outcome=...)`` for chunks of ``items`` as Ray tasks (``fleets`` of them; default: the
     cluster's CPUs), each typically a fleet of its own on a CPU or GPU worker; every outcome, in the order the runs
     ended. ``on_outcome`` gets each as its run ends, not when its chunk does: a task streams its outcomes back
-    (a Ray generator task, :func:`_streamed`), so that ``afl repro --ray`` saves every run as it ends.
+    (a Ray generator task, :func:`_streamed`), so that ``afl repro --ray`` saves every run as it ends. At the
+    command's time limit every task is heard to its end before :class:`~afl.deadline.TimeLimit` is raised.
 
     ``work`` and the items must be picklable (a module-level function or a ``functools.partial`` of one, and
     plain data). ``address``: ``"local"`` starts a local Ray instance; anything else is passed to
@@ -353,8 +354,8 @@ def run_on_ray(work: Callable[..., list], items: Sequence, *, fleets: int | None
         fleets = max(1, int(ray.cluster_resources().get("CPU", 1)))
     parts = chunks(list(items), check_int("fleets", fleets, 1))
     remote = ray.remote(num_cpus=1, num_gpus=num_gpus)(_streamed)
-    pending = [remote.remote(work, part) for part in parts]
-    outcomes = []
+    pending = [remote.remote(work, part, i, deadline.limit()) for i, part in enumerate(parts)]
+    outcomes, stopped = [], False
     while pending:
         ready, _ = ray.wait(pending, num_returns=1)     # a task with an outcome to give, or one that ended
         try:
@@ -362,9 +363,14 @@ def run_on_ray(work: Callable[..., list], items: Sequence, *, fleets: int | None
         except StopIteration:
             pending.remove(ready[0])
             continue
+        if isinstance(outcome, _Stopped):               # the others are heard to their ends, as in processes
+            stopped = True
+            continue
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
+    if stopped:
+        raise TimeLimit("the time limit stopped the grid's Ray tasks")
     return outcomes
 
 
@@ -390,15 +396,23 @@ def _reachable(address: str, timeout_s: float = 10.0) -> None:
                              f"{error.strerror or error})") from None
 
 
-def _streamed(work, chunk):
+def _streamed(work, chunk, index: int, limit: float | None):
     """A Ray generator task: ``work(chunk, on_outcome=...)`` in a thread of the worker, each outcome yielded as its
-    run ends; an error of ``work`` raised after the outcomes before it."""
+    run ends; an error of ``work`` raised after the outcomes before it. ``limit``: the command's time limit (epoch
+    seconds; a worker on another machine has not inherited it), reached yielded as :class:`_Stopped` (Ray would turn
+    it into a cancelled task)."""
+    if limit is None:
+        deadline.clear()
+    else:
+        deadline.start_at(limit)
     box: queues.SimpleQueue = queues.SimpleQueue()
     end = object()
 
     def run():
         try:
             work(chunk, on_outcome=box.put)
+        except TimeLimit:
+            box.put(_Stopped(index))
         except BaseException as error:          # noqa: B036 -- handed to the task's thread, which raises it
             box.put(_Raised(error))
         box.put(end)

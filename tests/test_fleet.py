@@ -18,7 +18,7 @@ from afl.algorithms import register, run_algorithm
 from afl.algorithms.fedavg import FedAvg, FedAvgSettings
 from afl.algorithms.registry import REGISTRY, synchronous
 from afl.errors import ParameterError
-from afl.fleet import attempt, chunks, process_parts, process_threads, run_fleet, run_in_processes, run_one_by_one
+from afl.fleet import Outcome, attempt, chunks, process_parts, process_threads, run_fleet, run_in_processes, run_one_by_one
 from afl.repro.runner import how_computed
 from afl.results import RunProgress, report_progress
 from reference import RUN, TIME, federation
@@ -486,12 +486,13 @@ def test_an_unreachable_ray_cluster_is_an_error_in_seconds():
         _reachable("nonsense")
 
 
-def test_ray_tasks_hand_over_each_run_as_it_ends():
+def test_ray_tasks_hand_over_each_run_as_it_ends(monkeypatch):
     """``afl repro --ray`` saves every run as it ends: a task streams its outcomes, so the first run of a slow
-    chunk arrives long before the chunk ends; an error in a task comes after the outcomes before it."""
+    chunk arrives long before the chunk ends; an error in a task comes after the outcomes before it; the time limit
+    ends no task early."""
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'afl[ray]' runs this test")
     import time
-    from afl.fleet import Outcome, run_on_ray
+    from afl.fleet import run_on_ray
 
     def work(chunk, on_outcome):                 # a closure: Ray ships it by value
         for seconds in chunk:
@@ -510,7 +511,21 @@ def test_ray_tasks_hand_over_each_run_as_it_ends():
         with pytest.raises(RuntimeError, match="a task failed"):
             run_on_ray(work, [0.1, -1.0], fleets=1, address="local", on_outcome=got.append)
         assert [o.key for o in got] == [0.1]
+
+        def stop_or_finish(keys, on_outcome):       # run 0 stops at the time limit, run 1 (another task) ends after
+            if keys == [0]:
+                deadline.check()                    # the limit reaches workers started before it was set
+                on_outcome(Outcome(0, "not stopped"))
+            time.sleep(2.0)
+            on_outcome(Outcome(keys[0], "finished"))
+        got = []                      # at the time limit: a stopped task is no error, and the others are heard out
+        monkeypatch.setenv(deadline.ENV, "")
+        deadline.start(0.0)
+        with pytest.raises(deadline.TimeLimit):
+            run_on_ray(stop_or_finish, [0, 1], fleets=2, address="local", on_outcome=got.append)
+        assert [(o.key, o.value) for o in got] == [(1, "finished")]
     finally:
+        deadline.clear()
         ray.shutdown()
 
 
