@@ -311,6 +311,7 @@ def _run_part(outbox, threads: int, processes: int, work, part, parent: int, ind
     torch.set_num_threads(threads)
     share_devices(processes)
     watch(_Progress)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)   # what it is again once the runs end: their outcomes on their way
     try:
         with deadline.stop_on_signals(again_stops=False):   # the parent stops it for good
             work(part, on_outcome=outbox.put)

@@ -336,6 +336,40 @@ def test_a_run_that_ends_after_another_process_stopped_is_kept(monkeypatch):
     assert [(o.key, o.value) for o in seen] == [(1, "finished")]
 
 
+def first_then_wait(keys, on_outcome):
+    """Each process's first run ends; its second waits for the time limit, which no clock sets here (module level:
+    picklable)."""
+    on_outcome(attempt(keys[0], lambda: "finished"))
+    while not deadline.passed():
+        time.sleep(0.01)
+    raise deadline.TimeLimit(f"the time limit stopped run {keys[1]}")
+
+
+def test_a_signal_to_the_command_reaches_its_processes(monkeypatch):
+    """A SIGTERM sent to the command alone (a scheduler, a kill) ends the limit there (afl.deadline.expire); the
+    command passes it on, and every process stops at its runs' next step, as at the time limit."""
+    def hung(signum, frame):
+        raise AssertionError("run_in_processes still waiting 60 s after the signal")
+    monkeypatch.setenv(deadline.ENV, "")
+    deadline.clear()
+    seen = []
+
+    def finished(outcome):
+        seen.append(outcome)
+        if len(seen) == 2:                           # both processes are at work: the command gets its signal
+            deadline.expire(signal.SIGTERM)
+    previous = signal.signal(signal.SIGALRM, hung)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 60.0)
+        with pytest.raises(deadline.TimeLimit):
+            run_in_processes(first_then_wait, [0, 1, 2, 3], 2, on_outcome=finished)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        deadline.clear()
+    assert sorted(o.key for o in seen) == [0, 1]
+
+
 def test_a_process_that_fails_outside_its_runs_raises_in_the_parent():
     with pytest.raises(RuntimeError, match="(?s)outside its runs.*this grid cannot start"):
         run_in_processes(broken_grid, [0, 1], 2)
