@@ -155,5 +155,5 @@ def check() -> None:
         raise TimeLimit("the command's time limit is reached")
 
 
-__all__ = ["GRACE_S", "grace_s", "TimeLimit", "Overrun", "ENV", "parse", "start", "start_at", "limit", "clear", "expire", "stopped_by",
-           "stop_on_signals", "passed", "check"]
+__all__ = ["GRACE_S", "grace_s", "TimeLimit", "Overrun", "ENV", "parse", "start", "start_at", "limit", "clear",
+           "expire", "stopped_by", "stop_on_signals", "passed", "check"]

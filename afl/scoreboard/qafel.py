@@ -37,11 +37,17 @@ UPLOADS, KB_UP, KB_DOWN = paper.COLUMNS
 ROWS1, ROWS2 = ({row: m for m, row in repro.PAPER_ROWS.items() if (row, UPLOADS) in table.cells}
                 for table in (paper.TABLE1, paper.TABLE2))
 DATA = ("celeba",)
-#: what computes Tables 1 and 2 at the paper's load: their rows at the 91 % target (results/qafel/README.md says how
-#: they ran)
-LOAD_RUN, LOAD_RUN2 = (Run(f"qafel-{result.split('/')[1]}", (("methods", tuple(rows.values())), ("target", 0.91)),
-                           seeds=paper.SEEDS, out=f"results/{result.rpartition('/')[0]}")
-                       for result, rows in ((T1_LOAD, ROWS1), (T2_LOAD, ROWS2)))
+
+
+def _load_run(result: str, rows: dict) -> Run:
+    """What computes a table at the paper's load (``result``): its ``rows`` at the 91 % target (results/qafel/README.md
+    says how they ran)."""
+    folder, _, experiment = result.rpartition("/")
+    return Run(experiment, (("methods", tuple(rows.values())), ("target", 0.91)), seeds=paper.SEEDS,
+               out=f"results/{folder}")
+
+
+LOAD_RUN, LOAD_RUN2 = _load_run(T1_LOAD, ROWS1), _load_run(T2_LOAD, ROWS2)
 
 
 def where(method: str, concurrency: int | None = None) -> tuple:
