@@ -5,9 +5,9 @@ A **job** is the exact ``afl repro`` invocation that decides one or more claims 
 decided at *reduced* scale (:mod:`afl.scoreboard`): the claims' own paper-scale run, or for a claim whose result is
 merged from several runs the first of them not yet committed (:func:`wanting`), or the run of the probe of a claim
 that differs, where its probe is not run yet (:attr:`afl.claims.Probe.run`). A job whose folder holds a committed
-result of its setting with some of its runs (a row grown seed by seed, a table row by row) reuses them (``--reuse``,
-where that result predates no change of meaning): its command computes, and its cost counts, only the runs still
-missing. Jobs deciding a paper's headline claim come first (``HEADLINE`` of each binding module), then the rest by
+result of its setting with some of its runs (a row grown seed by seed, a table row by row), or whose run names
+another experiment's result holding some (:attr:`afl.claims.Run.reuse`), reuses them (``--reuse``, where that result
+predates no change of meaning): its command computes, and its cost counts, only the runs still missing. Jobs deciding a paper's headline claim come first (``HEADLINE`` of each binding module), then the rest by
 claims decided per client step. A job's client steps are the bound afl checks a command's work with
 (:func:`afl.repro.estimate`: an asynchronous run's clients training without a pause until its horizon, so *at
 most*); its minutes on a kind of machine are its mini-batch gradients (its client steps, more for MIME:
@@ -116,12 +116,12 @@ def reusing(job: Job, results: Results) -> Job:
     """``job`` reusing the runs of a committed result that its grid would compute exactly so
     (:func:`afl.repro.runner.reusable_runs`): the result in its folder, else one in a folder within it (a reading
     kept beside it, e.g. a former default), else the one in the folder above (a probe's task set, whose runs of a
-    method the probe does not change it takes), where that result predates no change of meaning
-    (``results/provenance.json``); ``job`` itself where there are none."""
+    method the probe does not change it takes), else the one its run names (:attr:`afl.claims.Run.reuse`), where
+    that result predates no change of meaning (``results/provenance.json``); ``job`` itself where there are none."""
     here = results.root / "results" / job.dest
     within = sorted(f"{job.dest}/{p.name}" for p in here.iterdir() if p.is_dir()) if here.is_dir() else []
-    for folder in (job.dest, *within, job.dest.rpartition("/")[0]):
-        name = f"{folder}/{job.run.experiment}"
+    names = [f"{folder}/{job.run.experiment}" for folder in (job.dest, *within, job.dest.rpartition("/")[0])]
+    for name in names + [job.run.reuse] * bool(job.run.reuse):
         if not results.has(name) or results.provenance.get(f"results/{name}.json", {}).get("predates"):
             continue
         grid = job.grid()

@@ -179,6 +179,20 @@ def test_a_job_takes_the_runs_of_a_reading_kept_beside_its_result(tmp_path):
     assert job().command.endswith("--reuse 'results/fedast/fig5/fashion-mnist*2/per-task-requests/fedast-fig5.json'")
 
 
+def test_a_job_takes_the_runs_of_the_result_its_run_names(tmp_path):
+    """QAFeL's Table 2 at the paper's load shares Table 1's FedBuff row: the job takes the FedBuff runs of Table 1 at
+    that load (``Run.reuse``), and only those."""
+    def job():
+        return next(j for j in plan.jobs(tmp_path) if j.name == "qafel-table2-paper-load")
+
+    for row in ("fedbuff", "qafel_c2_stopk"):                         # Table 2's cells at 85 %, failing
+        commit(tmp_path, f"qafel/table2/paper/{row}/qafel-table2")
+    assert job().reused == 0
+    commit(tmp_path, "qafel/table1/paper-load/qafel-table1")
+    assert (job().reuse, job().reused) == ("results/qafel/table1/paper-load/qafel-table1.json", 3)
+    assert job().command.endswith("--reuse results/qafel/table1/paper-load/qafel-table1.json")
+
+
 def test_a_job_with_checkpoints_in_its_folder_is_listed_as_under_way(tmp_path):
     """A job stopped at a time limit keeps its runs' checkpoints in its results folder: the plan names them, each with
     where it was, so that its command is known to go on from them rather than start over."""

@@ -31,13 +31,16 @@ MIN_SEEDS = 3
 @dataclass(frozen=True)
 class Run:
     """What computes a claim's result: ``afl repro EXPERIMENT`` with ``seeds`` and the setting's fields
-    ``overrides`` (pairs) into ``out``, or the GPU plan's entry ``queue``."""
+    ``overrides`` (pairs) into ``out``, or the GPU plan's entry ``queue``; ``reuse``: another experiment's result
+    (a path under ``results/`` without ``.json``) that may hold some of its runs, computed alike (QAFeL's Table 2
+    shares Table 1's FedBuff row)."""
 
     experiment: str
     overrides: tuple = ()
     seeds: int | None = None
     out: str = ""
     queue: str = ""
+    reuse: str = ""
 
     @property
     def result(self) -> str:

@@ -39,15 +39,15 @@ ROWS1, ROWS2 = ({row: m for m, row in repro.PAPER_ROWS.items() if (row, UPLOADS)
 DATA = ("celeba",)
 
 
-def _load_run(result: str, rows: dict) -> Run:
+def _load_run(result: str, rows: dict, reuse: str = "") -> Run:
     """What computes a table at the paper's load (``result``): its ``rows`` at the 91 % target (results/qafel/README.md
-    says how they ran)."""
+    says how they ran), taking the runs ``reuse`` holds of them."""
     folder, _, experiment = result.rpartition("/")
     return Run(experiment, (("methods", tuple(rows.values())), ("target", 0.91)), seeds=paper.SEEDS,
-               out=f"results/{folder}")
+               out=f"results/{folder}", reuse=reuse)
 
 
-LOAD_RUN, LOAD_RUN2 = _load_run(T1_LOAD, ROWS1), _load_run(T2_LOAD, ROWS2)
+LOAD_RUN, LOAD_RUN2 = _load_run(T1_LOAD, ROWS1), _load_run(T2_LOAD, ROWS2, reuse=T1_LOAD)
 
 
 def where(method: str, concurrency: int | None = None) -> tuple:
