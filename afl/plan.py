@@ -7,8 +7,9 @@ merged from several runs the first of them not yet committed (:func:`wanting`), 
 that differs, where its probe is not run yet (:attr:`afl.claims.Probe.run`). A job whose folder holds a committed
 result of its setting with some of its runs (a row grown seed by seed, a table row by row), or whose run names
 another experiment's result holding some (:attr:`afl.claims.Run.reuse`), reuses them (``--reuse``, where that result
-predates no change of meaning): its command computes, and its cost counts, only the runs still missing. Jobs deciding a paper's headline claim come first (``HEADLINE`` of each binding module), then the rest by
-claims decided per client step. A job's client steps are the bound afl checks a command's work with
+predates no change of meaning): its command computes, and its cost counts, only the runs still missing. Jobs
+deciding a paper's headline claim come first (``HEADLINE`` of each binding module), then the rest by claims decided
+per client step. A job's client steps are the bound afl checks a command's work with
 (:func:`afl.repro.estimate`: an asynchronous run's clients training without a pause until its horizon, so *at
 most*); its minutes on a kind of machine are its mini-batch gradients (its client steps, more for MIME:
 :attr:`afl.budget.Work.cost`) over a rate that machine measured in client steps per second of a method with one

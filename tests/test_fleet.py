@@ -18,7 +18,8 @@ from afl.algorithms import register, run_algorithm
 from afl.algorithms.fedavg import FedAvg, FedAvgSettings
 from afl.algorithms.registry import REGISTRY, synchronous
 from afl.errors import ParameterError
-from afl.fleet import Outcome, attempt, chunks, process_parts, process_threads, run_fleet, run_in_processes, run_one_by_one
+from afl.fleet import (Outcome, attempt, chunks, process_parts, process_threads, run_fleet, run_in_processes,
+                       run_one_by_one)
 from afl.repro.runner import how_computed
 from afl.results import RunProgress, report_progress
 from reference import RUN, TIME, federation
