@@ -7,6 +7,7 @@ import io
 import os
 import signal
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -316,24 +317,30 @@ def stopping_grid(keys, on_outcome):
     on_outcome(attempt(1, last_round))
 
 
-def test_a_run_that_ends_after_another_process_stopped_is_kept(monkeypatch):
-    """At the time limit every process is heard to its end: a run finishing in one process after another has
-    stopped is reported (not lost), and the parent neither waits on a process blocked on its unread reports nor
-    raises before all have stopped."""
+@contextmanager
+def hang_guard(seconds: float = 60.0):
+    """An AssertionError if the block still runs ``seconds`` later (a deadlock found, not a speed measured)."""
     def hung(signum, frame):
-        raise AssertionError("run_in_processes still waiting 60 s after its time limit")
-    monkeypatch.setenv(deadline.ENV, "")
-    seen = []
+        raise AssertionError(f"still waiting {seconds:g} s later")
     previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        deadline.start(1.0)
-        signal.setitimer(signal.ITIMER_REAL, 60.0)
-        with pytest.raises(deadline.TimeLimit):
-            run_in_processes(stopping_grid, [0, 1], 2, on_outcome=seen.append)
+        yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         deadline.clear()
+
+
+def test_a_run_that_ends_after_another_process_stopped_is_kept(monkeypatch):
+    """At the time limit every process is heard to its end: a run finishing in one process after another has
+    stopped is reported (not lost), and the parent neither waits on a process blocked on its unread reports nor
+    raises before all have stopped."""
+    monkeypatch.setenv(deadline.ENV, "")
+    seen = []
+    with hang_guard(), pytest.raises(deadline.TimeLimit):
+        deadline.start(1.0)
+        run_in_processes(stopping_grid, [0, 1], 2, on_outcome=seen.append)
     assert [(o.key, o.value) for o in seen] == [(1, "finished")]
 
 
@@ -349,8 +356,6 @@ def first_then_wait(keys, on_outcome):
 def test_a_signal_to_the_command_reaches_its_processes(monkeypatch):
     """A SIGTERM sent to the command alone (a scheduler, a kill) ends the limit there (afl.deadline.expire); the
     command passes it on, and every process stops at its runs' next step, as at the time limit."""
-    def hung(signum, frame):
-        raise AssertionError("run_in_processes still waiting 60 s after the signal")
     monkeypatch.setenv(deadline.ENV, "")
     deadline.clear()
     seen = []
@@ -359,15 +364,8 @@ def test_a_signal_to_the_command_reaches_its_processes(monkeypatch):
         seen.append(outcome)
         if len(seen) == 2:                           # both processes are at work: the command gets its signal
             deadline.expire(signal.SIGTERM)
-    previous = signal.signal(signal.SIGALRM, hung)
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 60.0)
-        with pytest.raises(deadline.TimeLimit):
-            run_in_processes(first_then_wait, [0, 1, 2, 3], 2, on_outcome=finished)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        deadline.clear()
+    with hang_guard(), pytest.raises(deadline.TimeLimit):
+        run_in_processes(first_then_wait, [0, 1, 2, 3], 2, on_outcome=finished)
     assert sorted(o.key for o in seen) == [0, 1]
 
 
@@ -414,7 +412,6 @@ def test_engine_work_times_outermost_calls_and_restores_the_engine(monkeypatch):
     """``afl.bench.engine_work`` on a fake clock that ticks once per reading: a call's nested engine calls
     (MIME's full gradient inside a run, say) count within it, not again on their own."""
     import itertools
-    import time
 
     from afl.bench import engine_work
     from afl.engine import LocalSGD
@@ -485,7 +482,6 @@ def test_a_worker_whose_parent_is_gone_ends_itself(tmp_path):
     """A process started by a parent that then dies (SIGKILL) ends within seconds instead of computing on."""
     import subprocess
     import sys
-    import time
     child = tmp_path / "child.pid"
     script = f"""
 import os, sys, time, subprocess
@@ -526,7 +522,6 @@ def test_ray_tasks_hand_over_each_run_as_it_ends(monkeypatch):
     chunk arrives long before the chunk ends; an error in a task comes after the outcomes before it; the time limit
     ends no task early."""
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'afl[ray]' runs this test")
-    import time
     from afl.fleet import run_on_ray
 
     def work(chunk, on_outcome):                 # a closure: Ray ships it by value
