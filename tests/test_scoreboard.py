@@ -540,6 +540,16 @@ def test_qafel_claims_between_rows_read_the_merged_paper_table_only_where_it_hol
         assert "not in the result" not in v[claim]["afl"]["text"]
 
 
+def _at_load(root, name: str, dest: str, method: str, times: float) -> None:
+    """Commit ``name``'s FedBuff and ``method`` runs as the table at the paper's load ``dest``, ``method``'s uploads
+    ``times`` as many."""
+    path = commit(root, name, dest=dest, methods=("fedbuff", method))
+    load = json.loads(path.read_text())
+    for run in load["runs"]:
+        run["uploads_to_target"] *= times if run["method"] == method else 1.0
+    path.write_text(json.dumps(load))
+
+
 def test_a_failing_qafel_table1_claim_is_probed_at_the_papers_load_by_its_own_rule(tmp_path):
     """Table 1 at the paper's load (table1/paper-load, the 91 % target) probes a failing claim with the claim's own
     measure and rule: 2/2 at 3.6× FedBuff's uploads there explains the 85 % table's smaller ratio; a claim whose rows
@@ -548,11 +558,7 @@ def test_a_failing_qafel_table1_claim_is_probed_at_the_papers_load_by_its_own_ru
     v = _verdicts(tmp_path)
     assert v["qafel-2-2-more-uploads"]["status"] == c.OPEN
     assert v["qafel-2-2-more-uploads"]["probe"]["judgement"].startswith("not run")
-    load = json.loads((commit(tmp_path, "qafel/table1/paper/qafel-table1", dest="qafel/table1/paper-load/qafel-table1",
-                              methods=("fedbuff", "qafel_c2_s2"))).read_text())
-    for run in load["runs"]:
-        run["uploads_to_target"] *= 3.6 if run["method"] == "qafel_c2_s2" else 1.0
-    (tmp_path / "results/qafel/table1/paper-load/qafel-table1.json").write_text(json.dumps(load))
+    _at_load(tmp_path, "qafel/table1/paper/qafel-table1", "qafel/table1/paper-load/qafel-table1", "qafel_c2_s2", 3.6)
     v = _verdicts(tmp_path)
     two = v["qafel-2-2-more-uploads"]
     assert two["result"] == "results/qafel/table1/paper/qafel-table1.json"     # the claim still reads 85 %
@@ -572,11 +578,7 @@ def test_a_failing_qafel_table2_cell_is_probed_at_the_papers_load(tmp_path):
     v = _verdicts(tmp_path)
     cell = "qafel-t2-qafel_c2_stopk-uploads"
     assert v[cell]["status"] == c.OPEN and v[cell]["probe"]["judgement"].startswith("not run")
-    load = json.loads((commit(tmp_path, "qafel/table2/paper/qafel-table2", dest="qafel/table2/paper-load/qafel-table2",
-                              methods=("fedbuff", "qafel_c2_stopk"))).read_text())
-    for run in load["runs"]:
-        run["uploads_to_target"] *= 8.0 if run["method"] == "qafel_c2_stopk" else 1.0
-    (tmp_path / "results/qafel/table2/paper-load/qafel-table2.json").write_text(json.dumps(load))
+    _at_load(tmp_path, "qafel/table2/paper/qafel-table2", "qafel/table2/paper-load/qafel-table2", "qafel_c2_stopk", 8.0)
     v = _verdicts(tmp_path)
     assert v[cell]["result"] == "results/qafel/table2/paper/qafel_c2_stopk/qafel-table2.json"    # still 85 %
     assert v[cell]["status"] == c.EXPLAINED and v[cell]["probe"]["judgement"] == "holds"
