@@ -453,9 +453,10 @@ if ("fedavg", "noniid") in five and ("fedhbm", "noniid") in five:
 # several points *above* it. The probes below explain FedAvgM's gap by its server step and AdaBest's by its server
 # β; SCAFFOLD's stays open, and so does SCAFFOLD-M's, about four and a half points short (one seed; its rates are
 # ours: the paper states none). FedProx's and FedDyn's IID rows were grown seed by seed on a 2-core CPU (about 70
-# minutes a seed), each seed's job extending the committed result, to the paper's five; AdaBest's IID row grows the
-# same way (one seed so far, as far above the paper as non-IID's and explained by the same probe). The other rows of
-# the column keep one seed or none; their 5-seed runs are jobs of `afl plan`.
+# minutes a seed), each seed's job extending the committed result, to the paper's five; AdaBest's IID row grew the
+# same way (seeds 1-4 as one job stopped and resumed at its time limit), to five seeds as far above the paper as
+# non-IID's and explained by the same probe. The other rows of the column keep one seed or none; their 5-seed runs
+# are jobs of `afl plan`.
 
 # %% [markdown]
 # **Is SCAFFOLD's gap the authors' code?** Their server adds every sampled client's control change to its control
