@@ -342,7 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--clients", nargs="+", type=int, default=[20], help="clients trained at once (default: 20)")
     b.add_argument("--steps", type=int, default=20, help="local steps per client (default: 20)")
     b.add_argument("--device", default="cpu", help="cpu, cuda or cuda:<index> (default: cpu)")
-    b.add_argument("--strategy", default="auto", help="engine strategy: auto, vmap, loop, mlp or lstm (default: auto)")
+    b.add_argument("--strategy", default="auto", help="engine strategy: auto, vmap, loop, mlp, lstm or lstm-loop "
+                                                    "(default: auto)")
     b.add_argument("--precision", default="fp32", help="engine precision: fp32, or bf16 mixed precision (autocast; "
                                                        "parameters and updates in float32); default: fp32")
     b.add_argument("--cuda-graphs", choices=["auto", "on", "off"], default="auto",

@@ -18,13 +18,15 @@ Every strategy computes the same thing -- for k clients with parameters stacked 
 * ``"lstm"`` -- :class:`afl.models.CharLSTM` with the client axis written into every op (batched matmuls, the
   embedding as a one-hot matmul), one plain autograd pass: the same maths as ``vmap`` without its dispatch on each
   of the recurrence's thousands of small ops a step, which bounds a ``vmap`` step (about 0.1 s on an H100).
+* ``"lstm-loop"`` -- :class:`afl.models.CharLSTM` one client at a time through PyTorch's fused LSTM op
+  (``torch.lstm``), the CPU's choice: its kernel walks the recurrence in a few large calls.
 * ``"mlp"`` -- :class:`afl.models.MLP` (Linear-ReLU-...-Linear with cross-entropy) with its forward and
   backward written out as batched matmuls (``baddbmm``), no autograd; without a correction hook the SGD
   update is fused into the weight-gradient matmul (``W <- (1 - lr wd) W - lr g^T h``).
 
-:func:`choose_strategy` picks ``mlp`` for afl's MLPs trained with cross-entropy, ``lstm`` for the character LSTM,
-``loop`` for models with convolutions on a CPU, ``vmap`` otherwise. Every strategy equals the per-client
-``torch.optim.SGD`` oracle to float tolerance (``tests/test_engine.py``).
+:func:`choose_strategy` picks ``mlp`` for afl's MLPs trained with cross-entropy, for the character LSTM ``lstm-loop``
+on a CPU and ``lstm`` elsewhere, ``loop`` for models with convolutions on a CPU, ``vmap`` otherwise. Every strategy
+equals the per-client ``torch.optim.SGD`` oracle to float tolerance (``tests/test_engine.py``).
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from torch.func import functional_call, vmap
 from .errors import ParameterError, check_choice
 from .models import MLP, CharLSTM, lstm_cell
 
-STRATEGIES = ("auto", "vmap", "loop", "mlp", "lstm")
+STRATEGIES = ("auto", "vmap", "loop", "mlp", "lstm", "lstm-loop")
 
 
 def cross_entropy_sum(logits: Tensor, y: Tensor) -> Tensor:
@@ -124,21 +126,23 @@ class LoopStrategy(Strategy):
             return x
         return x.contiguous(memory_format=torch.channels_last if self.channels_last else torch.contiguous_format)
 
-    def _one(self, params: dict[str, Tensor], c: int, x: Tensor) -> Tensor:
-        return functional_call(self.module, ({n: p[c] for n, p in params.items()}, self.buffers), (x,))
+    def _client(self, params: dict[str, Tensor], x: Tensor) -> Tensor:
+        """One client's outputs: its parameters (name -> tensor) on its laid-out input ``(B, ...)``."""
+        return functional_call(self.module, (params, self.buffers), (x,))
 
     def forward(self, params, x, shared_input=False):
         k = next(iter(params.values())).shape[0]
         if shared_input:
             x = self._layout(x)
-        return torch.stack([self._one(params, c, x if shared_input else self._layout(x[c])) for c in range(k)])
+        return torch.stack([self._client({n: p[c] for n, p in params.items()},
+                                         x if shared_input else self._layout(x[c])) for c in range(k)])
 
     def gradient(self, params, x, y):
         grads = [torch.empty_like(p) for p in params]
         with torch.enable_grad():
             for c in range(len(x)):
                 leaves = {n: p[c].detach().requires_grad_(True) for n, p in zip(self.names, params)}
-                out = functional_call(self.module, (leaves, self.buffers), (self._layout(x[c]),))
+                out = self._client(leaves, self._layout(x[c]))
                 for g, gc in zip(grads, torch.autograd.grad(self.loss(out[None], y[c:c + 1]), list(leaves.values()))):
                     g[c].copy_(gc)
         return grads
@@ -153,12 +157,13 @@ class LSTMStrategy(Strategy):
     LSTM cell kernel, the one ``nn.LSTMCell`` uses, on the clients' gate pre-activations). By count that is about
     25 kernel launches fewer per cell, some 4,000 per step of the two-layer LSTM on 80 characters, and launches,
     not arithmetic, bound a step at the few hundred clients a round trains (an H100: 647 -> 1,101 client-steps/s
-    at 50 clients). Same maths as :func:`afl.models.lstm_cell`, which stays the path on a CPU.
+    at 50 clients). Same maths as :func:`afl.models.lstm_cell`, its path on a CPU.
 
-    On a CPU the gradient stays one autograd pass: a hand-written backward through time (no autograd, every
-    pointwise op on contiguous ``(k, H, B)`` blocks, the input and recurrent matmuls joined), tried as a prototype
-    and not kept, was no faster on one core (1.43 s per step of 10 clients at batch 100 on 80 characters, as this
-    pass): the step's small per-client matmuls, some 0.9 s of it at about 66 GFLOP/s, bound it either way."""
+    A CPU trains the LSTM faster client by client (:class:`LSTMLoopStrategy`). A hand-written backward through time
+    for this strategy (no autograd, every pointwise op on contiguous ``(k, H, B)`` blocks, the input and recurrent
+    matmuls joined), tried as a prototype and not kept, was no faster on one core than its autograd pass (1.43 s
+    per step of 10 clients at batch 100 on 80 characters): the step's small per-client matmuls bound it either
+    way."""
 
     name = "lstm"
 
@@ -199,6 +204,41 @@ class LSTMStrategy(Strategy):
 
     def gradient(self, params, x, y):
         return self._autograd_gradient(params, x, y)
+
+
+class LSTMLoopStrategy(LoopStrategy):
+    """:class:`afl.models.CharLSTM` one client at a time through PyTorch's own LSTM (``torch.lstm``, the op behind
+    ``nn.LSTM``; on a CPU its fused kernel from oneDNN), each client's gradient its own autograd pass. Same maths as
+    :class:`afl.models.StackedLSTM`; the embedding is ``onehot(x) E`` as in :class:`LSTMStrategy`.
+
+    The CPU's choice: the fused kernel walks the recurrence in a few large calls where the batched matmul form
+    makes thousands of small ones. GHBM's Shakespeare LSTM (two layers of 100, batch 100, 80 characters), 20
+    clients on a 2-core AMD EPYC: 21.1 client-steps/s against the ``lstm`` strategy's 12.0 on both threads, 22.6
+    against 15.3 as two one-thread processes (``afl bench local-sgd --models char-lstm --clients 20 --processes 2
+    --strategy ...``, ``results/measurements/cpu-2-2026-12-07``). A client computes alike alone and in company
+    (one call per client)."""
+
+    name = "lstm-loop"
+
+    def __init__(self, module, names, loss):
+        super().__init__(module, names, loss)
+        if not isinstance(module, CharLSTM):
+            raise ParameterError("strategy", self.name, f"'vmap' or 'loop' for a {type(module).__name__} "
+                                 "(the 'lstm-loop' strategy trains afl.models.CharLSTM)")
+        lstm = module.lstm
+        self.layers, self.hidden = lstm.num_layers, lstm.hidden_size
+        self.weight_names = [f"lstm.{w}_l{layer}" for layer in range(self.layers)
+                             for w in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+
+    def _client(self, params, x):
+        emb = params["embedding.weight"]                                    # (V, E)
+        B = x.shape[0]
+        h = nn.functional.one_hot(x, emb.shape[0]).to(emb.dtype) @ emb      # (B, T, E)
+        h0 = h.new_zeros(self.layers, B, self.hidden)
+        # (input, (h0, c0), weights, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        out = torch.lstm(h, (h0, h0), [params[n] for n in self.weight_names], True, self.layers, 0.0,
+                         torch.is_grad_enabled(), False, True)[0]
+        return nn.functional.linear(out[:, -1], params["fc.weight"], params["fc.bias"])
 
 
 def _fused_cell(input_gates: Tensor, hidden_gates: Tensor | None, c: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -294,12 +334,12 @@ class FusedMLPStrategy(Strategy):
 
 
 def choose_strategy(module: nn.Module, device: torch.device, loss) -> str:
-    """``mlp`` for afl's MLPs with cross-entropy, ``lstm`` for the character LSTM, ``loop`` for conv nets on a
-    CPU, ``vmap`` otherwise."""
+    """``mlp`` for afl's MLPs with cross-entropy, for the character LSTM ``lstm-loop`` on a CPU and ``lstm``
+    elsewhere, ``loop`` for conv nets on a CPU, ``vmap`` otherwise."""
     if isinstance(module, MLP) and loss is cross_entropy_sum:
         return "mlp"
     if isinstance(module, CharLSTM):
-        return "lstm"
+        return "lstm-loop" if device.type == "cpu" else "lstm"
     if device.type == "cpu" and any(isinstance(m, nn.Conv2d) for m in module.modules()):
         return "loop"
     return "vmap"
@@ -316,8 +356,9 @@ def make_strategy(name: str, module: nn.Module, names: list[str], loss, device: 
         raise ParameterError("strategy", name, "'vmap' or 'loop' for a loss other than cross-entropy")
     if name == "vmap":
         return VmapStrategy(module, names, loss, channels_last=channels_last)
-    return {"loop": LoopStrategy, "mlp": FusedMLPStrategy, "lstm": LSTMStrategy}[name](module, names, loss)
+    return {"loop": LoopStrategy, "mlp": FusedMLPStrategy, "lstm": LSTMStrategy,
+            "lstm-loop": LSTMLoopStrategy}[name](module, names, loss)
 
 
-__all__ = ["STRATEGIES", "Strategy", "VmapStrategy", "LoopStrategy", "LSTMStrategy", "FusedMLPStrategy",
-           "choose_strategy", "make_strategy", "cross_entropy_sum"]
+__all__ = ["STRATEGIES", "Strategy", "VmapStrategy", "LoopStrategy", "LSTMStrategy", "LSTMLoopStrategy",
+           "FusedMLPStrategy", "choose_strategy", "make_strategy", "cross_entropy_sum"]

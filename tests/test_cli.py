@@ -52,7 +52,8 @@ def test_bench_trains_the_shakespeare_lstm_both_ways(capsys):
     """Token windows reach the reference loop as tensors (not images), at the GHBM paper's batch of 100."""
     assert main(["bench", "local-sgd", "--models", "char-lstm", "--clients", "1", "--steps", "1", "--json"]) == 0
     row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert (row["model"], row["dataset"], row["batch"], row["strategy"]) == ("char-lstm", "shakespeare", 100, "lstm")
+    assert (row["model"], row["dataset"], row["batch"]) == ("char-lstm", "shakespeare", 100)
+    assert row["strategy"] == "lstm-loop"                             # the engine's choice on a CPU
     assert row["reference_steps_per_s"] > 0 and row["engine_steps_per_s"] > 0
 
 

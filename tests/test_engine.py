@@ -99,7 +99,7 @@ def test_engine_matches_per_client_sgd(make, shape, strategy, use_hook):
     check_against_oracle(Tiny(shape), make(), strategy, use_hook)
 
 
-@pytest.mark.parametrize("strategy", ["lstm", "vmap", "loop"])
+@pytest.mark.parametrize("strategy", ["lstm", "lstm-loop", "vmap", "loop"])
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("use_hook", [False, True])
 def test_lstm_engine_matches_per_client_sgd(strategy, layers, use_hook):
@@ -138,7 +138,7 @@ class PullToReference:
         return d + state["shift"] - state["gradient_at"]
 
 
-GROUPED = [(afl_mlp, "mlp"), (afl_mlp, "vmap"), (afl_mlp, "loop"), (char_lstm, "lstm")]
+GROUPED = [(afl_mlp, "mlp"), (afl_mlp, "vmap"), (afl_mlp, "loop"), (char_lstm, "lstm"), (char_lstm, "lstm-loop")]
 
 
 @pytest.mark.parametrize("mix_groups", [True, False], ids=["mixed-steps", "step-per-group"])
@@ -228,12 +228,13 @@ def test_auto_strategy_per_device_and_model():
     assert choose_strategy(build_model("cnn-cifar"), cpu, cross_entropy_sum) == "loop"
     assert choose_strategy(build_model("resnet20"), cpu, cross_entropy_sum) == "loop"
     assert choose_strategy(build_model("cnn-cifar"), cuda, cross_entropy_sum) == "vmap"
-    assert choose_strategy(build_model("char-lstm"), cpu, cross_entropy_sum) == "lstm"
+    assert choose_strategy(build_model("char-lstm"), cpu, cross_entropy_sum) == "lstm-loop"
     assert choose_strategy(build_model("char-lstm"), cuda, cross_entropy_sum) == "lstm"
     with pytest.raises(ParameterError, match="strategy"):
         LocalSGD(mlp(), Tiny((3, 2, 2)), 4, strategy="mlp")           # not an afl MLP
-    with pytest.raises(ParameterError, match="strategy='lstm'.*CharLSTM"):
-        LocalSGD(mlp(), Tiny((3, 2, 2)), 4, strategy="lstm")
+    for name in ("lstm", "lstm-loop"):
+        with pytest.raises(ParameterError, match=f"strategy='{name}'.*CharLSTM"):
+            LocalSGD(mlp(), Tiny((3, 2, 2)), 4, strategy=name)
     with pytest.raises(ParameterError, match="strategy"):
         LocalSGD(mlp(), Tiny((3, 2, 2)), 4, strategy="fast")
 
@@ -278,7 +279,8 @@ def tokens():
     not torch.cuda.is_available(), reason="no CUDA device: cuBLAS's batch of one, with recorded graphs"))])
 @pytest.mark.parametrize("make, data, strategy, hook", [
     (mlp200, digits, "mlp", False), (mlp200, digits, "mlp", True), (mlp200, digits, "vmap", False),
-    (lstm100, tokens, "lstm", False), (cnn, images, "vmap", False), (cnn, images, "loop", False)])
+    (lstm100, tokens, "lstm", False), (lstm100, tokens, "lstm-loop", False), (cnn, images, "vmap", False),
+    (cnn, images, "loop", False)])
 def test_a_client_trains_to_the_same_bits_alone_and_in_company(make, data, strategy, hook, device):
     """In float32, where a batched kernel rounds a batch of one otherwise: each client trained alone equals it
     trained beside six others in step calls of three (the seventh's call holds it alone; the client with the most
@@ -383,7 +385,8 @@ def test_streams_cover_each_epoch_and_are_seeded():
     assert not torch.equal(ClientStreams(parts, 5, seed=8).take(0, 2), first)
 
 
-@pytest.mark.parametrize("make, strategy", [(cnn, "vmap"), (cnn, "loop"), (afl_mlp, "mlp"), (char_lstm, "lstm")])
+@pytest.mark.parametrize("make, strategy", [(cnn, "vmap"), (cnn, "loop"), (afl_mlp, "mlp"), (char_lstm, "lstm"),
+                                            (char_lstm, "lstm-loop")])
 def test_evaluate_matches_module(make, strategy):
     data = {cnn: Tiny((3, 8, 8)), afl_mlp: Tiny((3, 2, 2)), char_lstm: TinyTokens()}[make]
     module = make()
