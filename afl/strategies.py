@@ -162,8 +162,7 @@ class LSTMStrategy(Strategy):
     A CPU trains the LSTM faster client by client (:class:`LSTMLoopStrategy`). A hand-written backward through time
     for this strategy (no autograd, every pointwise op on contiguous ``(k, H, B)`` blocks, the input and recurrent
     matmuls joined), tried as a prototype and not kept, was no faster on one core than its autograd pass (1.43 s
-    per step of 10 clients at batch 100 on 80 characters): the step's small per-client matmuls bound it either
-    way."""
+    per step of 10 clients at batch 100 on 80 characters)."""
 
     name = "lstm"
 
