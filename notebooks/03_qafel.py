@@ -255,10 +255,10 @@ for path in ("qafel-table1", "qafel-table2", "qafel-fig3",                # comm
 # here" (with a 4- or 8-bit server it costs 1.9–2.3× FedBuff's, near the paper's 2.25–2.86×) but "what does a 2-bit
 # server do for a 2-bit client here": not yet measured.
 #
-# The very last table is Table 2 at the same protocol: a server that broadcasts the top 10 % of the model's change
+# The last two tables are Table 2. At the same protocol, a server that broadcasts the top 10 % of the model's change
 # (15.404 kB, the size of a 4-bit scalar broadcast) costs uploads — 12.6, 14.3 and 11.9 thousand for 8-, 4- and
 # 2-bit clients, 1.4–1.7× the 4-bit scalar server's rows, as in the paper (1.3–1.5×). At the paper's load (the
-# last table, 91 %) every top-k row costs 2.4–2.8× FedBuff's uploads (the paper's 1.5–3.6×), but the 8- and 4-bit
+# very last table, 91 %) every top-k row costs 2.4–2.8× FedBuff's uploads (the paper's 1.5–3.6×), but the 8- and 4-bit
 # means (71 and 66 thousand) rest on one seed that hovers just below the target for 80 thousand uploads: **look at
 # the seeds, not only the means**, before you read a ranking into three of them.
 #
